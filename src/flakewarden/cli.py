@@ -1,0 +1,69 @@
+"""Argument parsing and dispatch only; each subcommand lives in ``commands/``.
+
+Errors are caught here, at the edge, and turned into an exit code and one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Optional
+
+from . import __version__
+from .commands import COMMANDS
+from .errors import FlakewardenError
+from .model import ExitCode
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits with our usage code (4) and one line, not pytest-style 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"flakewarden: error: {message}\n")
+        raise SystemExit(ExitCode.USAGE_ERROR)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="flakewarden",
+        description="Rerun only the failed tests in fresh processes and keep every flake visible.",
+    )
+    parser.add_argument("--version", action="version", version=f"flakewarden {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    subparsers.required = True
+    for command in COMMANDS:
+        command.register(subparsers)
+    return parser
+
+
+def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split at the first ``--``: our options before it, the test command after."""
+    argv = list(argv)
+    if "--" in argv:
+        at = argv.index("--")
+        return argv[:at], argv[at + 1 :]
+    return argv, []
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ours, command = split_command(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(ours)
+    except SystemExit as exc:  # --help, --version, or a usage error
+        return int(exc.code or 0) if isinstance(exc.code, int) else ExitCode.USAGE_ERROR
+    args.test_command = command
+    try:
+        return int(args.handler(args))
+    except FlakewardenError as exc:
+        sys.stderr.write(f"flakewarden: error: {exc}\n")
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("flakewarden: interrupted\n")
+        return int(ExitCode.INTERRUPTED)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""``flakewarden run``: placeholder until the attempt loop lands."""

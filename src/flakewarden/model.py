@@ -1,0 +1,433 @@
+"""The shared vocabulary: every stage reads and writes these types.
+
+A writer never re-parses another writer's output; it reads a ``RunReport``.
+``report.json`` is the serialised ``RunReport`` (``schema`` 1) and the only
+file other commands (issues, stress, quarantine) read back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any, Optional
+
+SCHEMA_VERSION = 1
+
+
+class ExitCode(enum.IntEnum):
+    """Exit codes mirror pytest's so CI scripts need no translation."""
+
+    OK = 0
+    TESTS_FAILED = 1
+    INTERRUPTED = 2
+    INTERNAL_ERROR = 3
+    USAGE_ERROR = 4
+    NO_TESTS_COLLECTED = 5
+
+
+class Outcome(str, enum.Enum):
+    """The final outcome of one test across all attempts."""
+
+    PASSED = "passed"
+    FLAKY = "flaky"
+    FAILED = "failed"
+    QUARANTINED = "quarantined"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class AttemptOutcome(str, enum.Enum):
+    """The outcome of one test in one attempt (one process)."""
+
+    PASSED = "passed"
+    FAILED = "failed"  # the test body failed
+    ERROR = "error"  # setup or teardown failed
+    SKIPPED = "skipped"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def is_failure(self) -> bool:
+        return self in (AttemptOutcome.FAILED, AttemptOutcome.ERROR)
+
+
+@dataclasses.dataclass
+class PhaseRecord:
+    """One phase (setup, call, teardown) of one test as pytest reported it."""
+
+    when: str
+    outcome: str  # pytest's: passed, failed, skipped
+    duration: float
+    longrepr: str = ""
+    wasxfail: bool = False
+
+
+@dataclasses.dataclass
+class TestRecord:
+    """What the plugin recorded for one test in one process (one JSON line)."""
+
+    __test__ = False  # not a pytest test class
+
+    id: str
+    file: str
+    line: Optional[int]
+    phases: list[PhaseRecord]
+    index: int = 0  # position in the run order of its process
+    iteration: int = 0  # repetition inside the process (stress runs)
+    worker: str = ""
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def outcome(self) -> AttemptOutcome:
+        """Fold the phases into one outcome: teardown failure is never a pass."""
+        by_when = {p.when: p for p in self.phases}
+        call = by_when.get("call")
+        for when in ("setup", "teardown"):
+            phase = by_when.get(when)
+            if phase is not None and phase.outcome == "failed":
+                return AttemptOutcome.ERROR
+        if call is not None and call.outcome == "failed":
+            return AttemptOutcome.FAILED
+        if any(p.outcome == "skipped" for p in self.phases):
+            return AttemptOutcome.SKIPPED
+        if call is None:
+            # Setup never got to call: treat a missing call as an error.
+            return AttemptOutcome.ERROR
+        return AttemptOutcome.PASSED
+
+    @property
+    def failed_phase(self) -> str:
+        for phase in self.phases:
+            if phase.outcome == "failed":
+                return phase.when
+        return ""
+
+    @property
+    def longrepr(self) -> str:
+        return "\n\n".join(p.longrepr for p in self.phases if p.outcome == "failed" and p.longrepr)
+
+    @property
+    def duration(self) -> float:
+        return sum(p.duration for p in self.phases)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TestRecord:
+        phases = [
+            PhaseRecord(
+                when=str(p["when"]),
+                outcome=str(p["outcome"]),
+                duration=float(p.get("duration", 0.0)),
+                longrepr=str(p.get("longrepr") or ""),
+                wasxfail=bool(p.get("wasxfail", False)),
+            )
+            for p in data["phases"]
+        ]
+        line = data.get("line")
+        return cls(
+            id=str(data["id"]),
+            file=str(data.get("file") or ""),
+            line=int(line) if line is not None else None,
+            phases=phases,
+            index=int(data.get("index", 0)),
+            iteration=int(data.get("iteration", 0)),
+            worker=str(data.get("worker") or ""),
+            stdout=str(data.get("stdout") or ""),
+            stderr=str(data.get("stderr") or ""),
+        )
+
+
+def first_line(text: str) -> str:
+    """The line a human reads first: the last ``E`` line of a traceback, else the first line."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    errors = [line[1:].strip() for line in lines if line.startswith("E ")]
+    if errors:
+        return errors[0]
+    return lines[-1].strip() if lines else ""
+
+
+@dataclasses.dataclass
+class AttemptResult:
+    """One test in one attempt, as reports show it."""
+
+    attempt: int
+    outcome: AttemptOutcome
+    duration: float
+    phase: str = ""  # the phase that failed, when one did
+    message: str = ""  # the first line a human reads
+    longrepr: str = ""  # the full failure text
+    stdout: str = ""
+    stderr: str = ""
+
+    @classmethod
+    def from_record(cls, attempt: int, record: TestRecord) -> AttemptResult:
+        longrepr = record.longrepr
+        return cls(
+            attempt=attempt,
+            outcome=record.outcome,
+            duration=record.duration,
+            phase=record.failed_phase,
+            message=first_line(longrepr) if record.outcome.is_failure else "",
+            longrepr=longrepr if record.outcome.is_failure else "",
+            stdout=record.stdout,
+            stderr=record.stderr,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "outcome": self.outcome.value,
+            "duration": round(self.duration, 6),
+            "phase": self.phase,
+            "message": self.message,
+            "longrepr": self.longrepr,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AttemptResult:
+        return cls(
+            attempt=int(data["attempt"]),
+            outcome=AttemptOutcome(data["outcome"]),
+            duration=float(data.get("duration", 0.0)),
+            phase=str(data.get("phase") or ""),
+            message=str(data.get("message") or ""),
+            longrepr=str(data.get("longrepr") or ""),
+            stdout=str(data.get("stdout") or ""),
+            stderr=str(data.get("stderr") or ""),
+        )
+
+
+@dataclasses.dataclass
+class TestResult:
+    """One test across every attempt it ran in."""
+
+    __test__ = False
+
+    id: str
+    file: str
+    line: Optional[int]
+    outcome: Outcome
+    attempts: list[AttemptResult]
+
+    @property
+    def failures(self) -> list[AttemptResult]:
+        return [a for a in self.attempts if a.outcome.is_failure]
+
+    @property
+    def first_failure(self) -> Optional[AttemptResult]:
+        failures = self.failures
+        return failures[0] if failures else None
+
+    @property
+    def duration(self) -> float:
+        return sum(a.duration for a in self.attempts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "file": self.file,
+            "line": self.line,
+            "outcome": self.outcome.value,
+            "runs": len(self.attempts),
+            "failures": len(self.failures),
+            "attempts": [a.to_json() for a in self.attempts],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TestResult:
+        line = data.get("line")
+        return cls(
+            id=str(data["id"]),
+            file=str(data.get("file") or ""),
+            line=int(line) if line is not None else None,
+            outcome=Outcome(data["outcome"]),
+            attempts=[AttemptResult.from_json(a) for a in data.get("attempts", [])],
+        )
+
+
+@dataclasses.dataclass
+class Attempt:
+    """One process: the user's command (attempt 1) or a rerun of failed tests."""
+
+    number: int
+    command: list[str]
+    reason: str
+    exit_code: Optional[int] = None
+    duration: float = 0.0
+    selected: list[str] = dataclasses.field(default_factory=list)
+    collection_errors: list[str] = dataclasses.field(default_factory=list)
+    directory: str = ""  # attempts/N relative to the report dir
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "command": self.command,
+            "reason": self.reason,
+            "exit_code": self.exit_code,
+            "duration": round(self.duration, 6),
+            "selected": self.selected,
+            "collection_errors": self.collection_errors,
+            "directory": self.directory,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Attempt:
+        return cls(
+            number=int(data["number"]),
+            command=[str(c) for c in data.get("command", [])],
+            reason=str(data.get("reason") or ""),
+            exit_code=data.get("exit_code"),
+            duration=float(data.get("duration", 0.0)),
+            selected=[str(s) for s in data.get("selected", [])],
+            collection_errors=[str(s) for s in data.get("collection_errors", [])],
+            directory=str(data.get("directory") or ""),
+        )
+
+
+@dataclasses.dataclass
+class CoverageSummary:
+    """The merged coverage of every attempt."""
+
+    percent: Optional[float]
+    data_file: str = ""  # relative to the report dir
+    xml_file: str = ""
+    branch: bool = False
+    files_combined: int = 0
+    fail_under: Optional[float] = None
+    errors: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def below_threshold(self) -> bool:
+        return (
+            self.fail_under is not None
+            and self.percent is not None
+            and self.percent + 1e-9 < self.fail_under
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "percent": None if self.percent is None else round(self.percent, 2),
+            "data_file": self.data_file,
+            "xml_file": self.xml_file,
+            "branch": self.branch,
+            "files_combined": self.files_combined,
+            "fail_under": self.fail_under,
+            "errors": self.errors,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CoverageSummary:
+        return cls(
+            percent=data.get("percent"),
+            data_file=str(data.get("data_file") or ""),
+            xml_file=str(data.get("xml_file") or ""),
+            branch=bool(data.get("branch", False)),
+            files_combined=int(data.get("files_combined", 0)),
+            fail_under=data.get("fail_under"),
+            errors=[str(e) for e in data.get("errors", [])],
+        )
+
+
+@dataclasses.dataclass
+class Totals:
+    tests: int = 0
+    passed: int = 0
+    flaky: int = 0
+    failed: int = 0
+    quarantined: int = 0
+    skipped: int = 0
+    error: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class RunReport:
+    """Everything one ``flakewarden run`` learned; serialised as ``report.json``."""
+
+    command: list[str]
+    rootdir: str
+    tests: list[TestResult]
+    attempts: list[Attempt]
+    order: list[str]
+    exit_code: int
+    started_at: str
+    finished_at: str
+    duration: float
+    version: str
+    coverage: Optional[CoverageSummary] = None
+    cutoff: bool = False  # more failures than --max-failures: no reruns
+    interrupted: bool = False
+    problems: list[str] = dataclasses.field(default_factory=list)
+    max_failures: int = 10
+    reruns: int = 2
+
+    @property
+    def totals(self) -> Totals:
+        totals = Totals(tests=len(self.tests))
+        for test in self.tests:
+            setattr(totals, test.outcome.value, getattr(totals, test.outcome.value) + 1)
+        return totals
+
+    def with_outcome(self, *outcomes: Outcome) -> list[TestResult]:
+        return [t for t in self.tests if t.outcome in outcomes]
+
+    @property
+    def rerun_tests(self) -> list[TestResult]:
+        return [t for t in self.tests if len(t.attempts) > 1]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "tool": {"name": "flakewarden", "version": self.version},
+            "command": self.command,
+            "rootdir": self.rootdir,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "duration": round(self.duration, 6),
+            "exit_code": self.exit_code,
+            "reruns": self.reruns,
+            "max_failures": self.max_failures,
+            "cutoff": self.cutoff,
+            "interrupted": self.interrupted,
+            "problems": self.problems,
+            "totals": self.totals.to_json(),
+            "coverage": None if self.coverage is None else self.coverage.to_json(),
+            "attempts": [a.to_json() for a in self.attempts],
+            "tests": [t.to_json() for t in self.tests],
+            "order": self.order,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunReport:
+        if data.get("schema") != SCHEMA_VERSION:
+            raise ValueError(
+                f"report.json schema {data.get('schema')!r} is not {SCHEMA_VERSION}; "
+                "re-run it with this version of flakewarden"
+            )
+        coverage = data.get("coverage")
+        return cls(
+            command=[str(c) for c in data.get("command", [])],
+            rootdir=str(data.get("rootdir") or ""),
+            tests=[TestResult.from_json(t) for t in data.get("tests", [])],
+            attempts=[Attempt.from_json(a) for a in data.get("attempts", [])],
+            order=[str(o) for o in data.get("order", [])],
+            exit_code=int(data.get("exit_code", 0)),
+            started_at=str(data.get("started_at") or ""),
+            finished_at=str(data.get("finished_at") or ""),
+            duration=float(data.get("duration", 0.0)),
+            version=str(data.get("tool", {}).get("version") or ""),
+            coverage=None if coverage is None else CoverageSummary.from_json(coverage),
+            cutoff=bool(data.get("cutoff", False)),
+            interrupted=bool(data.get("interrupted", False)),
+            problems=[str(p) for p in data.get("problems", [])],
+            max_failures=int(data.get("max_failures", 10)),
+            reruns=int(data.get("reruns", 2)),
+        )

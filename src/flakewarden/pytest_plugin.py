@@ -1,0 +1,223 @@
+"""pytest plugin loaded into the tested interpreter: standard library only.
+
+The orchestrator copies this file into a private directory, puts that directory
+on ``PYTHONPATH`` and loads it with ``-p flakewarden_pytest_plugin``, so the
+tested environment needs nothing installed. It is driven by environment
+variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
+
+- ``FLAKEWARDEN_RESULTS``: JSON-lines file to append records to.
+- ``FLAKEWARDEN_SELECT``: JSON file holding a list of node ids; every other
+  collected test is deselected. Node ids are matched exactly, so ids holding
+  ``::``, brackets, spaces or quotes select as reliably as plain ones.
+- ``FLAKEWARDEN_SWITCH_INTERVAL``: a float for ``sys.setswitchinterval``.
+- ``FLAKEWARDEN_REPEAT``: repeat each selected test this many times inside the
+  process, recording every iteration.
+
+Records (one JSON object per line, ``kind`` says which):
+``config`` (rootdir, invocation args, positional args), ``test`` (one per test
+and iteration, with each phase), ``collect_error`` and ``session`` (exit status).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any, Optional
+
+MAX_TEXT = 20_000  # characters kept of one captured stream or traceback
+
+_plugin: Optional[Recorder] = None
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_TEXT:
+        return text
+    half = MAX_TEXT // 2
+    cut = len(text) - 2 * half
+    return f"{text[:half]}\n[... {cut} characters cut by flakewarden ...]\n{text[-half:]}"
+
+
+def _is_worker(config: Any) -> bool:
+    return hasattr(config, "workerinput")
+
+
+class Recorder:
+    """Collects each test's phase reports and appends one JSON line per test."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.stream = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        self.pending: dict[str, list[dict[str, Any]]] = {}
+        self.captured: dict[str, tuple[str, str]] = {}
+        self.worker: dict[str, str] = {}
+        self.index = 0
+        self.iteration: dict[str, int] = {}
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    def close(self) -> None:
+        self.stream.close()
+
+    def add_report(self, report: Any) -> None:
+        if report.outcome == "rerun":  # an in-process rerun plugin's attempt
+            return
+        phase: dict[str, Any] = {
+            "when": report.when,
+            "outcome": report.outcome,
+            "duration": float(getattr(report, "duration", 0.0) or 0.0),
+        }
+        if report.failed:
+            phase["longrepr"] = _clip(report.longreprtext)
+        elif report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+            phase["longrepr"] = _clip(str(report.longrepr[2]))
+        if hasattr(report, "wasxfail"):
+            phase["wasxfail"] = True
+        self.pending.setdefault(report.nodeid, []).append(phase)
+        if report.failed:
+            self.captured[report.nodeid] = (
+                _clip(getattr(report, "capstdout", "") or ""),
+                _clip(getattr(report, "capstderr", "") or ""),
+            )
+        node = getattr(report, "node", None)
+        gateway = getattr(node, "gateway", None)
+        if gateway is not None:
+            self.worker[report.nodeid] = str(getattr(gateway, "id", ""))
+
+    def finish(self, nodeid: str, location: Any) -> None:
+        phases = self.pending.pop(nodeid, [])
+        if not phases:
+            return
+        file, line = "", None
+        if location:
+            file = str(location[0])
+            if location[1] is not None:
+                line = int(location[1]) + 1
+        iteration = self.iteration.get(nodeid, 0)
+        self.iteration[nodeid] = iteration + 1
+        stdout, stderr = self.captured.pop(nodeid, ("", ""))
+        self.write(
+            {
+                "kind": "test",
+                "id": nodeid,
+                "file": file,
+                "line": line,
+                "phases": phases,
+                "index": self.index,
+                "iteration": iteration,
+                "worker": self.worker.pop(nodeid, ""),
+                "stdout": stdout,
+                "stderr": stderr,
+                "time": time.time(),
+            }
+        )
+        self.index += 1
+
+
+def pytest_configure(config: Any) -> None:
+    global _plugin
+    interval = os.environ.get("FLAKEWARDEN_SWITCH_INTERVAL")
+    if interval:
+        sys.setswitchinterval(float(interval))
+    path = os.environ.get("FLAKEWARDEN_RESULTS")
+    if not path or _is_worker(config):
+        return
+    _plugin = Recorder(path)
+    option = config.option
+    _plugin.write(
+        {
+            "kind": "config",
+            "rootdir": str(config.rootpath),
+            "invocation_dir": str(config.invocation_params.dir),
+            "args": [str(a) for a in config.invocation_params.args],
+            "file_or_dir": [str(a) for a in (getattr(option, "file_or_dir", None) or [])],
+            "python": sys.version.split()[0],
+            "executable": sys.executable,
+            "pytest": _pytest_version(),
+            "xdist": bool(getattr(option, "numprocesses", None)),
+            "randomly_seed": getattr(option, "randomly_seed", None),
+            "pid": os.getpid(),
+        }
+    )
+
+
+def _pytest_version() -> str:
+    try:
+        import pytest
+
+        return str(pytest.__version__)
+    except Exception:  # pragma: no cover - pytest is running us
+        return ""
+
+
+def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
+    select_file = os.environ.get("FLAKEWARDEN_SELECT")
+    if not select_file:
+        return
+    with open(select_file, encoding="utf-8") as stream:
+        wanted = set(json.load(stream))
+    keep = [item for item in items if item.nodeid in wanted]
+    drop = [item for item in items if item.nodeid not in wanted]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = keep
+
+
+def pytest_runtest_protocol(item: Any, nextitem: Any) -> Optional[bool]:
+    repeat = int(os.environ.get("FLAKEWARDEN_REPEAT", "1") or "1")
+    if repeat <= 1:
+        return None
+    from _pytest.runner import runtestprotocol
+
+    ihook = item.ihook
+    for iteration in range(repeat):
+        ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        last = iteration == repeat - 1
+        # Tear everything down between iterations so each one sets up afresh,
+        # while the process (imports, caches, threads) stays warm.
+        runtestprotocol(item, log=True, nextitem=nextitem if last else None)
+        ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    if _plugin is not None:
+        _plugin.add_report(report)
+
+
+def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
+    if _plugin is not None:
+        _plugin.finish(nodeid, location)
+
+
+def pytest_collectreport(report: Any) -> None:
+    if _plugin is not None and report.failed:
+        _plugin.write(
+            {
+                "kind": "collect_error",
+                "id": report.nodeid,
+                "longrepr": _clip(report.longreprtext),
+            }
+        )
+
+
+def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
+    if _plugin is None:
+        return
+    _plugin.write(
+        {
+            "kind": "session",
+            "exitstatus": int(exitstatus),
+            "testscollected": int(getattr(session, "testscollected", 0) or 0),
+            "testsfailed": int(getattr(session, "testsfailed", 0) or 0),
+        }
+    )
+
+
+def pytest_unconfigure(config: Any) -> None:
+    global _plugin
+    if _plugin is not None:
+        _plugin.close()
+        _plugin = None

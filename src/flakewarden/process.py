@@ -1,0 +1,193 @@
+"""Running the test command: one fresh process group per attempt, with our plugin injected.
+
+All child processes go through ``run_child`` so interruption is handled in one
+place: Ctrl-C or SIGTERM stops the child's whole process group, and the caller
+still gets what the child wrote so far.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, NamedTuple, Optional
+
+from .errors import UsageError
+
+PLUGIN_MODULE = "flakewarden_pytest_plugin"
+_PLUGIN_SOURCE = Path(__file__).with_name("pytest_plugin.py")
+TERMINATE_GRACE_SECONDS = 5.0
+
+
+class ChildResult(NamedTuple):
+    exit_code: int
+    duration: float
+    interrupted: bool
+
+
+class Interrupted(Exception):
+    """The user (or the CI runner) asked us to stop; the child group has been stopped."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def plugin_dir() -> Iterator[Path]:
+    """A private directory holding only our plugin, for ``PYTHONPATH``.
+
+    Only this one file is exposed, so the tested interpreter never sees our
+    dependencies (coverage, requests, ...) shadowing its own.
+    """
+    directory = Path(tempfile.mkdtemp(prefix="flakewarden-plugin-"))
+    try:
+        shutil.copyfile(_PLUGIN_SOURCE, directory / f"{PLUGIN_MODULE}.py")
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def plugin_env(
+    directory: Path,
+    results: Path,
+    *,
+    select: Optional[Path] = None,
+    extra: Optional[Mapping[str, str]] = None,
+    base: Optional[Mapping[str, str]] = None,
+) -> dict[str, str]:
+    """The environment of a child that loads the plugin and records into ``results``."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(directory), env.get("PYTHONPATH", "")) if p)
+    addopts = env.get("PYTEST_ADDOPTS", "")
+    env["PYTEST_ADDOPTS"] = f"-p {PLUGIN_MODULE} {addopts}".strip()
+    env["FLAKEWARDEN_RESULTS"] = str(results)
+    env.pop("FLAKEWARDEN_SELECT", None)
+    if select is not None:
+        env["FLAKEWARDEN_SELECT"] = str(select)
+    env.setdefault("PYTHONIOENCODING", "utf-8")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def resolve_executable(command: Sequence[str], cwd: Path) -> None:
+    """Fail early, with exit code 4, when the command is empty or not found."""
+    if not command:
+        raise UsageError(
+            "no test command: put it after --, e.g. flakewarden run -- python -m pytest"
+        )
+    program = command[0]
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = Path(program) if Path(program).is_absolute() else cwd / program
+        if not path.exists():
+            raise UsageError(f"command not found: {program}")
+        return
+    if shutil.which(program) is None:
+        raise UsageError(f"command not found: {program} (is it installed and on PATH?)")
+
+
+def _copy_stream(source: IO[bytes], sinks: Sequence[IO[bytes]]) -> None:
+    for chunk in iter(lambda: source.read1(65536), b""):  # type: ignore[attr-defined]
+        for sink in sinks:
+            sink.write(chunk)
+            sink.flush()
+
+
+def run_child(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    log: Path,
+    echo: Optional[IO[bytes]] = None,
+) -> ChildResult:
+    """Run ``command`` in a new process group, teeing its output to ``log`` (and ``echo``).
+
+    SIGINT and SIGTERM received meanwhile stop the whole group (TERM, then KILL
+    after a grace period) and raise ``Interrupted`` once the child is gone.
+    """
+    started = time.monotonic()
+    received: list[int] = []
+    with open(log, "wb") as log_stream:
+        try:
+            child = subprocess.Popen(
+                list(command),
+                cwd=cwd,
+                env=dict(env),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise UsageError(f"command not found: {command[0]}") from exc
+        except PermissionError as exc:
+            raise UsageError(f"command is not executable: {command[0]}") from exc
+
+        def on_signal(signum: int, frame: object) -> None:
+            received.append(signum)
+            _stop_group(child.pid, signal.SIGTERM)
+
+        previous = _install_handlers(on_signal)
+        assert child.stdout is not None
+        sinks: list[IO[bytes]] = [log_stream] + ([echo] if echo is not None else [])
+        pump = threading.Thread(target=_copy_stream, args=(child.stdout, sinks), daemon=True)
+        pump.start()
+        try:
+            exit_code = _wait(child, received)
+        finally:
+            _restore_handlers(previous)
+            pump.join(timeout=10)
+            # Whatever the child left behind in its group goes too.
+            _stop_group(child.pid, signal.SIGKILL)
+    duration = time.monotonic() - started
+    if received:
+        raise Interrupted(received[0])
+    return ChildResult(exit_code, duration, False)
+
+
+def _wait(child: subprocess.Popen[bytes], received: list[int]) -> int:
+    deadline: Optional[float] = None
+    while True:
+        try:
+            return child.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            if received and deadline is None:
+                deadline = time.monotonic() + TERMINATE_GRACE_SECONDS
+            if deadline is not None and time.monotonic() > deadline:
+                _stop_group(child.pid, signal.SIGKILL)
+
+
+def _stop_group(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signum)
+
+
+_Handler = object
+
+
+def _install_handlers(handler: object) -> dict[int, _Handler]:
+    previous: dict[int, _Handler] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous[signum] = signal.signal(signum, handler)  # type: ignore[arg-type]
+    return previous
+
+
+def _restore_handlers(previous: dict[int, _Handler]) -> None:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+def stdout_binary() -> IO[bytes]:
+    return sys.stdout.buffer

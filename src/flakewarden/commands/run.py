@@ -1,1 +1,151 @@
-"""``flakewarden run``: placeholder until the attempt loop lands."""
+"""``flakewarden run [options] -- <test command>``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..errors import UsageError
+from ..model import ExitCode, Outcome, RunReport
+from ..reports import write_reports
+from ..reruns import RunOptions, run_attempts
+
+HELP = "run the tests, rerun only the failed ones in fresh processes, write the reports"
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"expected 0 to 100, got {value}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help=HELP,
+        description=f"{HELP.capitalize()}. Put the test command after --, "
+        "e.g. flakewarden run -- python -m pytest",
+    )
+    parser.add_argument(
+        "--reruns", type=_non_negative, default=2, help="reruns of failed tests (default 2)"
+    )
+    parser.add_argument(
+        "--max-failures",
+        type=_non_negative,
+        default=10,
+        help="more failed tests than this is a real break: no reruns (default 10)",
+    )
+    parser.add_argument(
+        "--coverage",
+        action="store_true",
+        help="measure coverage by wrapping the command in coverage run",
+    )
+    parser.add_argument(
+        "--cov-fail-under",
+        type=_percent,
+        default=None,
+        metavar="PCT",
+        help="fail when the merged coverage total is below PCT",
+    )
+    parser.add_argument("--fail-on-flaky", action="store_true", help="exit 1 when a test was flaky")
+    parser.add_argument(
+        "--report-dir",
+        type=Path,
+        default=Path("flakewarden-report"),
+        help="where the reports go (default flakewarden-report)",
+    )
+    parser.add_argument(
+        "--artifact-name", default=None, help="the artifact name the summary mentions"
+    )
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="do not echo the test command's output"
+    )
+    parser.set_defaults(handler=run)
+
+
+def say(message: str) -> None:
+    sys.stdout.write(f"flakewarden: {message}\n")
+    sys.stdout.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    command = list(args.test_command)
+    if not command:
+        raise UsageError(
+            "no test command: put it after --, e.g. flakewarden run -- python -m pytest"
+        )
+    cwd = Path.cwd()
+    report_dir = args.report_dir if args.report_dir.is_absolute() else cwd / args.report_dir
+    options = RunOptions(
+        command=command,
+        cwd=cwd,
+        report_dir=report_dir,
+        reruns=args.reruns,
+        max_failures=args.max_failures,
+        coverage=args.coverage,
+        cov_fail_under=args.cov_fail_under,
+        fail_on_flaky=args.fail_on_flaky,
+        echo=None if args.quiet else sys.stdout.buffer,
+    )
+    sys.stdout.flush()
+    report = run_attempts(options, say)
+    write_reports(report, report_dir, artifact_name=args.artifact_name)
+    console_summary(report, args.report_dir)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        from .. import gha
+
+        gha.publish(report, report_dir, artifact_name=args.artifact_name)
+    return report.exit_code
+
+
+def console_summary(report: RunReport, shown_dir: Path) -> None:
+    for problem in report.problems:
+        sys.stderr.write(f"flakewarden: {problem}\n")
+    if report.coverage is not None:
+        for error in report.coverage.errors:
+            sys.stderr.write(f"flakewarden: coverage: {error}\n")
+    for test in report.with_outcome(Outcome.FLAKY):
+        failed = len(test.failures)
+        print(
+            f"FLAKY-TEST-DETECTED: {test.id} "
+            f"({failed}/{len(test.attempts)} attempts failed, then passed)"
+        )
+    for test in report.with_outcome(Outcome.QUARANTINED):
+        print(f"QUARANTINED-TEST-FAILED: {test.id} (does not fail the job)")
+    totals = report.totals
+    extra = []
+    if report.coverage is not None and report.coverage.percent is not None:
+        line = f"coverage {report.coverage.percent:.2f}% (merged over every attempt)"
+        if report.coverage.below_threshold:
+            line += f", below --cov-fail-under {report.coverage.fail_under:g}"
+        extra.append(line)
+    if report.cutoff:
+        extra.append("no reruns: too many failures")
+    attempts = len(report.attempts)
+    say(
+        f"{attempts} attempt{'s' if attempts != 1 else ''}; report in {shown_dir}"
+        + ("".join(f"; {e}" for e in extra))
+    )
+    say(
+        f"{totals.passed} passed, {totals.failed} failed, {totals.skipped} skipped, "
+        f"{totals.flaky} flaky, {totals.error} error, {totals.quarantined} quarantined"
+    )
+    if report.exit_code not in (ExitCode.OK, ExitCode.TESTS_FAILED) and report.problems:
+        # The one line a user acts on, last.
+        sys.stderr.write(f"flakewarden: error: {report.problems[0]}\n")

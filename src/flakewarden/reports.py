@@ -1,0 +1,75 @@
+"""Writing the report directory from a ``RunReport``: every writer reads the same model."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from .errors import ReportError
+from .junit import write_junit
+from .model import RunReport
+from .summary import render_summary
+
+REPORT_JSON = "report.json"
+RERUN_REPORT = "rerun-report.txt"
+JUNIT_XML = "junit.xml"
+SUMMARY_MD = "summary.md"
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a reader never sees half a report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def rerun_report(report: RunReport) -> str:
+    """gotestsum's format: one line per rerun test, ``ID: N runs, M failures``."""
+    lines = [
+        f"{test.id}: {len(test.attempts)} runs, {len(test.failures)} failures"
+        for test in report.rerun_tests
+    ]
+    return "".join(line + "\n" for line in lines)
+
+
+def write_reports(report: RunReport, report_dir: Path, artifact_name: Optional[str] = None) -> None:
+    """Write report.json, rerun-report.txt, junit.xml and summary.md into ``report_dir``."""
+    try:
+        write_text_atomic(
+            report_dir / REPORT_JSON,
+            json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n",
+        )
+        write_text_atomic(report_dir / RERUN_REPORT, rerun_report(report))
+        write_junit(report, report_dir / JUNIT_XML)
+        write_text_atomic(
+            report_dir / SUMMARY_MD, render_summary(report, artifact_name=artifact_name)
+        )
+    except OSError as exc:
+        raise ReportError(f"cannot write the report in {report_dir}: {exc.strerror}") from exc
+
+
+def read_report(report_dir: Path) -> RunReport:
+    """Read ``report.json`` back; a clear error when it is missing or malformed."""
+    path = report_dir / REPORT_JSON if report_dir.is_dir() else report_dir
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ReportError(f"{path} not found: run flakewarden run first") from exc
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{path} is not a readable report: {exc}") from exc
+    try:
+        return RunReport.from_json(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReportError(f"{path} is not a flakewarden report: {exc}") from exc

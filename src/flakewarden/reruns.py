@@ -1,0 +1,426 @@
+"""The attempt loop: run the suite, rerun only what failed, each attempt in a fresh process.
+
+The policy, in order:
+- attempt 1 runs the user's command as given (plus our plugin);
+- a pytest usage error, an internal error, an interrupted session, a collection
+  error with nothing run, or no tests collected ends the run with pytest's code;
+- more than ``max_failures`` distinct failed tests is a real break: no reruns;
+- otherwise the tests still failing are rerun together in one fresh process,
+  up to ``reruns`` times, keeping every option and replacing only the selection.
+What failed is decided from the plugin's records keyed by node id, never from
+an exit code or from JUnit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Callable, Optional
+
+from . import __version__, coverage_merge, pytest_args
+from .errors import UsageError
+from .model import (
+    Attempt,
+    AttemptOutcome,
+    AttemptResult,
+    CoverageSummary,
+    ExitCode,
+    Outcome,
+    RunReport,
+    TestRecord,
+    TestResult,
+    first_line,
+)
+from .process import Interrupted, plugin_dir, plugin_env, resolve_executable, run_child
+from .results import ProcessResults, read_results
+
+
+@dataclasses.dataclass
+class RunOptions:
+    command: list[str]
+    cwd: Path
+    report_dir: Path
+    reruns: int = 2
+    max_failures: int = 10
+    coverage: bool = False  # wrap the command in ``coverage run``
+    cov_fail_under: Optional[float] = None
+    fail_on_flaky: bool = False
+    quarantined: frozenset[str] = frozenset()
+    echo: Optional[IO[bytes]] = None  # where the children's output is shown
+
+
+Say = Callable[[str], None]
+
+
+@dataclasses.dataclass
+class _State:
+    """What the loop has learned so far."""
+
+    attempts: list[Attempt] = dataclasses.field(default_factory=list)
+    records: dict[str, list[tuple[int, TestRecord]]] = dataclasses.field(default_factory=dict)
+    order: list[str] = dataclasses.field(default_factory=list)
+    problems: list[str] = dataclasses.field(default_factory=list)
+    exit_code: Optional[int] = None  # set when the run must end with this code
+    interrupted: bool = False
+    cutoff: bool = False
+    rootdir: str = ""
+
+    def add(self, number: int, results: ProcessResults) -> None:
+        for record in results.tests:
+            self.records.setdefault(record.id, []).append((number, record))
+
+    def still_failing(self, ids: Sequence[str], number: int) -> list[str]:
+        failing = []
+        for test_id in ids:
+            mine = [r for n, r in self.records.get(test_id, []) if n == number]
+            if not mine or mine[-1].outcome.is_failure:
+                failing.append(test_id)
+        return failing
+
+
+def now_iso() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def prepare_report_dir(report_dir: Path) -> None:
+    """Clear what an earlier run left in the report dir, and only that."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(report_dir / "attempts", ignore_errors=True)
+    for name in (
+        "report.json",
+        "rerun-report.txt",
+        "junit.xml",
+        "summary.md",
+        ".coverage",
+        "coverage.xml",
+    ):
+        (report_dir / name).unlink(missing_ok=True)
+
+
+def coverage_command(command: Sequence[str], cwd: Path) -> list[str]:
+    """Wrap a pytest command in ``coverage run`` (``--coverage``)."""
+    located = pytest_args.locate(command)
+    if located is None:
+        raise UsageError(
+            "--coverage needs a command that runs pytest (python -m pytest or pytest); "
+            "for other commands measure with pytest-cov (--cov)"
+        )
+    prefix = located.prefix
+    if prefix[-2:] == ["-m", "pytest"]:
+        return [*prefix[:-2], "-m", "coverage", "run", "-m", "pytest", *located.args]
+    program = shutil.which(prefix[-1], path=None) or prefix[-1]
+    interpreter = _shebang_interpreter(Path(program))
+    if interpreter is None:
+        raise UsageError(
+            f"--coverage cannot tell which Python runs {prefix[-1]}: "
+            "write the command as python -m pytest"
+        )
+    return [*interpreter, "-m", "coverage", "run", "-m", "pytest", *located.args]
+
+
+def _shebang_interpreter(script: Path) -> Optional[list[str]]:
+    try:
+        with open(script, "rb") as stream:
+            first = stream.readline(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    if not first.startswith("#!"):
+        return None
+    parts = first[2:].split()
+    return parts or None
+
+
+def run_attempts(options: RunOptions, say: Say) -> RunReport:
+    """Run the attempts, fold them into a ``RunReport`` (not yet written)."""
+    started_at, started = now_iso(), time.monotonic()
+    resolve_executable(options.command, options.cwd)
+    prepare_report_dir(options.report_dir)
+    state = _State()
+
+    command = list(options.command)
+    located = pytest_args.locate(command)
+    fail_under = options.cov_fail_under
+    if located is not None:
+        given = pytest_args.cov_fail_under(located.args)
+        if fail_under is None:
+            fail_under = given
+        command = located.prefix + pytest_args.without_cov_fail_under(located.args)
+    measure = options.coverage or (
+        located is not None and pytest_args.measures_coverage(located.args)
+    )
+    if options.coverage:
+        command = coverage_command(command, options.cwd)
+
+    with plugin_dir() as plugin:
+        try:
+            _loop(options, command, plugin, measure, state, say)
+        except Interrupted as exc:
+            state.interrupted = True
+            state.exit_code = ExitCode.INTERRUPTED
+            state.problems.append(f"interrupted by {exc}: the report shows what ran")
+            say(f"interrupted by {exc}; writing the report of what ran")
+
+    tests = _fold(state, options.quarantined)
+    report = RunReport(
+        command=list(options.command),
+        rootdir=state.rootdir or str(options.cwd),
+        tests=tests,
+        attempts=state.attempts,
+        order=state.order,
+        exit_code=0,
+        started_at=started_at,
+        finished_at=now_iso(),
+        duration=time.monotonic() - started,
+        version=__version__,
+        cutoff=state.cutoff,
+        interrupted=state.interrupted,
+        problems=state.problems,
+        max_failures=options.max_failures,
+        reruns=options.reruns,
+    )
+    if measure and state.attempts:
+        report.coverage = _merge_coverage(options, state, fail_under)
+    report.exit_code = _exit_code(report, state, options)
+    return report
+
+
+def _loop(
+    options: RunOptions,
+    command: list[str],
+    plugin: Path,
+    measure: bool,
+    state: _State,
+    say: Say,
+) -> None:
+    first = _attempt(options, state, plugin, 1, command, "the full command", None, measure, say)
+    if first.config is None:
+        state.exit_code = _never_started(first, state, options)
+        return
+    state.rootdir = first.rootdir or str(options.cwd)
+    state.order = first.order
+    if state.exit_code is not None:
+        return
+    failing = [tid for tid in first.order if state.records[tid][-1][1].outcome.is_failure]
+    if not failing:
+        return
+    if len(failing) > options.max_failures:
+        state.cutoff = True
+        say(
+            f"{len(failing)} tests failed, more than --max-failures {options.max_failures}: "
+            "that is a real break, not flakiness; no reruns"
+        )
+        return
+    split = pytest_args.split_with_invocation(command, (first.config or {}).get("args", []))
+    positionals = [str(p) for p in (first.config or {}).get("file_or_dir", [])]
+    rootdir = Path(state.rootdir)
+    for number in range(2, options.reruns + 2):
+        if split is None:
+            rerun_command = command  # not a plain pytest command: the plugin selects
+        else:
+            rerun_command = split.prefix + pytest_args.rerun_args(
+                split.args, positionals=positionals, node_ids=failing, rootdir=rootdir
+            )
+        noun = "test" if len(failing) == 1 else "tests"
+        reason = f"rerun of {len(failing)} failed {noun}"
+        results = _attempt(
+            options, state, plugin, number, rerun_command, reason, failing, measure, say
+        )
+        if state.exit_code is not None:
+            return
+        missing = [tid for tid in failing if tid not in results.by_id()]
+        if missing:
+            state.problems.append(
+                f"attempt {number}: {len(missing)} selected test(s) did not run: "
+                + ", ".join(missing[:5])
+            )
+        failing = state.still_failing(failing, number)
+        if not failing:
+            return
+
+
+def _attempt(
+    options: RunOptions,
+    state: _State,
+    plugin: Path,
+    number: int,
+    command: list[str],
+    reason: str,
+    select: Optional[list[str]],
+    measure: bool,
+    say: Say,
+) -> ProcessResults:
+    directory = options.report_dir / "attempts" / str(number)
+    directory.mkdir(parents=True, exist_ok=True)
+    select_file = None
+    if select is not None:
+        select_file = directory / "select.json"
+        select_file.write_text(json.dumps(select, ensure_ascii=False, indent=0), encoding="utf-8")
+        shown = ", ".join(select[:5]) + (f" and {len(select) - 5} more" if len(select) > 5 else "")
+        say(f"attempt {number}: {reason} in a fresh process: {shown}")
+    else:
+        say(f"attempt {number}: {' '.join(command)}")
+    results_file = directory / "results.jsonl"
+    extra = coverage_merge.attempt_env(directory) if measure else None
+    env = plugin_env(plugin, results_file, select=select_file, extra=extra)
+    attempt = Attempt(
+        number=number,
+        command=command,
+        reason=reason,
+        selected=list(select or []),
+        directory=str(directory.relative_to(options.report_dir)),
+    )
+    state.attempts.append(attempt)
+    try:
+        child = run_child(
+            command, cwd=options.cwd, env=env, log=directory / "output.log", echo=options.echo
+        )
+    finally:
+        # Even an interrupted attempt keeps the records it wrote.
+        results = read_results(results_file)
+        state.add(number, results)
+        attempt.collection_errors = [cid for cid, _ in results.collect_errors]
+    attempt.exit_code = child.exit_code
+    attempt.duration = child.duration
+    _check_session(results, attempt, state, number)
+    return results
+
+
+def _check_session(results: ProcessResults, attempt: Attempt, state: _State, number: int) -> None:
+    """Turn what pytest said about its session into an end of the run, when it must end."""
+    if results.config is None:
+        return
+    status = results.exitstatus
+    code = attempt.exit_code
+    if status == ExitCode.USAGE_ERROR:
+        state.problems.append(f"attempt {number}: pytest reported a usage error")
+        state.exit_code = ExitCode.USAGE_ERROR if number == 1 else ExitCode.INTERNAL_ERROR
+    elif status == ExitCode.INTERNAL_ERROR:
+        state.problems.append(f"attempt {number}: pytest reported an internal error")
+        state.exit_code = ExitCode.INTERNAL_ERROR
+    elif status == ExitCode.NO_TESTS_COLLECTED and number == 1:
+        state.problems.append("no tests were collected")
+        state.exit_code = ExitCode.NO_TESTS_COLLECTED
+    elif results.collect_errors and not results.tests:
+        first_id, text = results.collect_errors[0]
+        state.problems.append(
+            f"attempt {number}: collection error in {first_id or '.'}: {first_line(text)}"
+        )
+        state.exit_code = ExitCode.INTERRUPTED
+    elif status == ExitCode.INTERRUPTED:
+        state.problems.append(f"attempt {number}: pytest's session was interrupted")
+        state.exit_code = ExitCode.INTERRUPTED
+    elif status is None:
+        state.problems.append(
+            f"attempt {number}: pytest exited with {code} before finishing its session "
+            f"(a crash or os._exit?); see attempts/{number}/output.log"
+        )
+        if number == 1 and not results.tests:
+            state.exit_code = ExitCode.INTERNAL_ERROR
+    elif results.collect_errors:
+        state.problems.append(
+            f"attempt {number}: {len(results.collect_errors)} collection error(s): "
+            + ", ".join(cid or "." for cid, _ in results.collect_errors[:5])
+        )
+
+
+def _never_started(results: ProcessResults, state: _State, options: RunOptions) -> int:
+    """The command ran but pytest never loaded the plugin."""
+    attempt = state.attempts[-1]
+    log = options.report_dir / "attempts" / "1" / "output.log"
+    tail = _last_line(log)
+    if attempt.exit_code == ExitCode.USAGE_ERROR:
+        state.problems.append(f"pytest reported a usage error: {tail}")
+        return ExitCode.USAGE_ERROR
+    if attempt.exit_code == ExitCode.NO_TESTS_COLLECTED:
+        state.problems.append("no tests were collected")
+        return ExitCode.NO_TESTS_COLLECTED
+    state.problems.append(
+        f"the command exited with {attempt.exit_code} without running pytest's session "
+        f"with the flakewarden plugin (is it a pytest command?): {tail}"
+    )
+    return ExitCode.USAGE_ERROR if attempt.exit_code == 127 else ExitCode.INTERNAL_ERROR
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    for line in reversed(lines):
+        if line.strip() and not set(line.strip()) <= set("=-_ "):
+            return line.strip()[:300]
+    return ""
+
+
+def _fold(state: _State, quarantined: frozenset[str]) -> list[TestResult]:
+    """One ``TestResult`` per test, in run order, from every attempt's records."""
+    tests = []
+    ordered = list(state.order) + [tid for tid in state.records if tid not in state.order]
+    for test_id in ordered:
+        runs = state.records.get(test_id)
+        if not runs:
+            continue
+        attempts = [AttemptResult.from_record(number, record) for number, record in runs]
+        last = attempts[-1].outcome
+        failed_any = any(a.outcome.is_failure for a in attempts)
+        if last.is_failure:
+            outcome = Outcome.ERROR if last == AttemptOutcome.ERROR else Outcome.FAILED
+            if test_id in quarantined:
+                outcome = Outcome.QUARANTINED
+        elif failed_any:
+            outcome = Outcome.FLAKY
+        elif last == AttemptOutcome.SKIPPED:
+            outcome = Outcome.SKIPPED
+        else:
+            outcome = Outcome.PASSED
+        first_record = runs[0][1]
+        tests.append(
+            TestResult(
+                id=test_id,
+                file=first_record.file,
+                line=first_record.line,
+                outcome=outcome,
+                attempts=attempts,
+            )
+        )
+    return tests
+
+
+def _merge_coverage(
+    options: RunOptions, state: _State, fail_under: Optional[float]
+) -> CoverageSummary:
+    files: list[Path] = []
+    missing = []
+    for attempt in state.attempts:
+        found = coverage_merge.find_data_files(options.report_dir / attempt.directory)
+        if not found:
+            missing.append(f"attempt {attempt.number} wrote no coverage data file")
+        files.extend(found)
+    summary = coverage_merge.merge(
+        files, options.report_dir, cwd=options.cwd, fail_under=fail_under
+    )
+    summary.errors = missing + summary.errors
+    return summary
+
+
+def _exit_code(report: RunReport, state: _State, options: RunOptions) -> int:
+    if state.exit_code is not None:
+        return int(state.exit_code)
+    totals = report.totals
+    if totals.failed or totals.error:
+        return ExitCode.TESTS_FAILED
+    if options.fail_on_flaky and totals.flaky:
+        return ExitCode.TESTS_FAILED
+    if report.coverage is not None:
+        if report.coverage.errors:
+            return ExitCode.INTERNAL_ERROR
+        if report.coverage.below_threshold:
+            return ExitCode.TESTS_FAILED
+    if totals.tests == 0:
+        return ExitCode.NO_TESTS_COLLECTED
+    return ExitCode.OK

@@ -9,6 +9,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import run
+from . import publish, run
 
-COMMANDS: list[ModuleType] = [run]
+COMMANDS: list[ModuleType] = [run, publish]

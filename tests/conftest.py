@@ -1,0 +1,131 @@
+"""Fixtures that build small real pytest projects in tmp_path and run the real CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+PYTHON = sys.executable
+PYTEST = [PYTHON, "-m", "pytest"]
+
+# The generated projects pin their own order; our suite's environment must not leak in.
+_LEAKY_ENV = ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID", "COVERAGE_FILE")
+
+FLAKY_TEMPLATE = """
+from pathlib import Path
+
+COUNTER = Path(__file__).parent / ".counter-{name}"
+
+
+def bump():
+    n = int(COUNTER.read_text()) if COUNTER.exists() else 0
+    COUNTER.write_text(str(n + 1))
+    return n + 1
+"""
+
+
+@dataclasses.dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+    report_dir: Path
+
+    @property
+    def report(self) -> dict[str, Any]:
+        return json.loads((self.report_dir / "report.json").read_text(encoding="utf-8"))
+
+    def test(self, test_id: str) -> dict[str, Any]:
+        for test in self.report["tests"]:
+            if test["id"] == test_id:
+                return test
+        raise AssertionError(f"{test_id} not in report: {[t['id'] for t in self.report['tests']]}")
+
+    @property
+    def outcomes(self) -> dict[str, str]:
+        return {t["id"]: t["outcome"] for t in self.report["tests"]}
+
+
+@dataclasses.dataclass
+class Project:
+    root: Path
+
+    def write(self, relative: str, text: str) -> Path:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        return path
+
+    def env(self, extra: Optional[dict[str, str]] = None) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
+        env.pop("GITHUB_ACTIONS", None)
+        env.update(extra or {})
+        return env
+
+    def run(
+        self,
+        *args: str,
+        command: Optional[list[str]] = None,
+        cwd: Optional[Path] = None,
+        env: Optional[dict[str, str]] = None,
+        report_dir: str = "report",
+    ) -> Result:
+        """``flakewarden run --report-dir ... ARGS -- COMMAND`` as a real subprocess."""
+        where = cwd or self.root
+        full = [
+            PYTHON,
+            "-m",
+            "flakewarden",
+            "run",
+            "--report-dir",
+            str(self.root / report_dir),
+            *args,
+            "--",
+            *(PYTEST if command is None else command),
+        ]
+        done = subprocess.run(
+            full,
+            cwd=where,
+            env=self.env(env),
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=300,
+        )
+        return Result(done.returncode, done.stdout, done.stderr, self.root / report_dir)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    """An empty project with a pytest config that fixes order and caches nothing."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    proj = Project(root)
+    proj.write(
+        "pytest.ini",
+        """
+        [pytest]
+        addopts = -p no:randomly -p no:cacheprovider
+        """,
+    )
+    return proj
+
+
+def flaky_module(name: str, fail_times: int = 1) -> str:
+    """Source of a test module whose test ``test_{name}`` fails ``fail_times`` then passes."""
+    return (
+        FLAKY_TEMPLATE.format(name=name)
+        + f"""
+
+def test_{name}():
+    assert bump() > {fail_times}, "flaked"
+"""
+    )

@@ -9,6 +9,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import publish, run
+from . import digest, issues, publish, run
 
-COMMANDS: list[ModuleType] = [run, publish]
+COMMANDS: list[ModuleType] = [run, publish, issues, digest]

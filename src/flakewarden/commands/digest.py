@@ -1,0 +1,49 @@
+"""``flakewarden digest``: rewrite the rolling issue that ranks the open flaky tests.
+
+Unlike ``flakewarden issues`` this is its own scheduled job, so a failure is
+reported with a non-zero exit code: a digest that silently stops updating
+would be worse than a red scheduled run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Optional
+
+from ..digest import build_digest
+from ..errors import UsageError
+from ..github_api import GitHubClient
+from ..model import ExitCode
+from .issues import add_github_options
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "digest",
+        help="rank the open flaky-test issues into one rolling digest issue",
+        description=(
+            "List the open issues labelled flaky-test, rank them by hits (then most recent) "
+            "and rewrite the ranking in the issue labelled flake-digest, creating it when absent."
+        ),
+    )
+    add_github_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
+    repository = args.repository or os.environ.get("GITHUB_REPOSITORY", "")
+    if not repository or repository.count("/") != 1:
+        raise UsageError("no repository: set GITHUB_REPOSITORY=owner/repo or pass --repository")
+    client = client or GitHubClient.from_env(args.token)
+    try:
+        result = build_digest(client, repository)
+    finally:
+        client.close()
+    verb = "created" if result.created else "updated"
+    sys.stdout.write(
+        f"flakewarden: {verb} the flake digest #{result.number} "
+        f"({result.entries} open flaky tests) {result.url}\n"
+    )
+    return int(ExitCode.OK)

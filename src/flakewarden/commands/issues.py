@@ -1,0 +1,130 @@
+"""``flakewarden issues``: keep one GitHub issue per flaky test in report.json.
+
+Fail-open: every ``FLAKY-TEST-DETECTED`` line is printed before GitHub is
+touched, any GitHub failure becomes one warning, and the exit code stays 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from ..errors import GitHubError, ReportError
+from ..flake_issues import RunContext, file_flakes
+from ..github_api import GitHubClient
+from ..model import ExitCode, Outcome, RunReport
+
+DEFAULT_REPORT_DIR = "flakewarden-report"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "issues",
+        help="file or update one GitHub issue per flaky test in report.json",
+        description=(
+            "Find each flaky test's issue (label flaky-test) by its hidden marker; create it, "
+            "count a recurrence, or reopen it when a fix did not hold. Never fails the build."
+        ),
+    )
+    add_github_options(parser)
+    parser.add_argument(
+        "--report-dir",
+        default=DEFAULT_REPORT_DIR,
+        metavar="DIR",
+        help=f"where `flakewarden run` wrote report.json (default: {DEFAULT_REPORT_DIR})",
+    )
+    parser.set_defaults(handler=run)
+
+
+def add_github_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--token",
+        default=None,
+        help="GitHub token (default: $GITHUB_TOKEN; prefer the variable, "
+        "command lines are visible to other processes)",
+    )
+    parser.add_argument(
+        "--repository",
+        default=None,
+        metavar="OWNER/REPO",
+        help="repository to file issues in (default: $GITHUB_REPOSITORY)",
+    )
+
+
+def load_report(report_dir: str) -> RunReport:
+    path = Path(report_dir) / "report.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return RunReport.from_json(data)
+    except FileNotFoundError:
+        raise ReportError(
+            f"{path} does not exist; run `flakewarden run` first or pass --report-dir"
+        ) from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ReportError(f"cannot read {path}: {exc}") from None
+
+
+def warn(message: str) -> None:
+    """One warning: a workflow annotation on GitHub Actions, a plain line elsewhere."""
+    line = " ".join(message.split())
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        escaped = line.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        sys.stdout.write(f"::warning title=flakewarden issues::{escaped}\n")
+    sys.stderr.write(f"flakewarden: warning: {line}\n")
+
+
+def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
+    report = load_report(args.report_dir)
+    flaky = report.with_outcome(Outcome.FLAKY)
+    for test in flaky:
+        sys.stdout.write(
+            f"FLAKY-TEST-DETECTED: {test.id} "
+            f"({len(test.failures)}/{len(test.attempts)} attempts failed, then passed)\n"
+        )
+    sys.stdout.flush()
+    if not flaky:
+        sys.stdout.write("flakewarden: no flaky tests in report.json; no issues to file\n")
+        return int(ExitCode.OK)
+    ctx = RunContext.from_env()
+    repository = args.repository or ctx.repository
+    if not repository or repository.count("/") != 1:
+        warn(
+            f"flake issues not filed for {len(flaky)} flaky tests: no repository; "
+            "set GITHUB_REPOSITORY=owner/repo or pass --repository"
+        )
+        return int(ExitCode.OK)
+    ctx.repository = repository
+    try:
+        client = client or GitHubClient.from_env(args.token)
+    except GitHubError as exc:
+        warn(f"flake issues not filed for {len(flaky)} flaky tests: {exc}")
+        return int(ExitCode.OK)
+    try:
+        result = file_flakes(client, repository, flaky, ctx)
+    except Exception as exc:  # fail-open: bookkeeping never turns a build red
+        warn(
+            f"flake issues not filed: unexpected {type(exc).__name__}: {exc}; "
+            "please report this to flakewarden"
+        )
+        return int(ExitCode.OK)
+    finally:
+        client.close()
+    for filed in result.filed:
+        what = {
+            "created": "opened",
+            "recurred": "recurred in",
+            "reopened": "reopened (the fix did not hold)",
+            "merged": "merged into",
+        }[filed.action]
+        sys.stdout.write(
+            f"flakewarden: {filed.test_id}: {what} #{filed.number} "
+            f"({filed.hits} hits) {filed.url}\n"
+        )
+    message = result.warning(len(flaky))
+    if message:
+        warn(message)
+    return int(ExitCode.OK)

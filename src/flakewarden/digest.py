@@ -1,0 +1,246 @@
+"""The rolling flake digest: one issue ranking the open ``flaky-test`` issues.
+
+The digest carries its own label (``flake-digest``, never ``flaky-test``, or
+it would rank itself) and rewrites only the text between its two markers, so
+comments and notes around the ranking stay. Cost: one listing of the open
+flaky-test issues (100 per page), one listing of the digest label, one write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
+
+from . import markdown as md
+from .flake_issues import LABEL as FLAKY_LABEL
+from .flake_issues import TITLE_PREFIX, ensure_label, iso
+from .github_api import GitHubClient
+from .marker import read_marker
+
+LABEL = "flake-digest"
+LABEL_COLOR = "5319e7"
+LABEL_DESCRIPTION = "The rolling ranking of flaky tests, rewritten by flakewarden digest"
+START = "<!-- flakewarden-digest:start -->"
+END = "<!-- flakewarden-digest:end -->"
+TABLE_ROWS = 100
+CHART_BARS = 10
+
+
+@dataclasses.dataclass
+class Entry:
+    """One open flaky-test issue as the digest shows it."""
+
+    number: int
+    url: str
+    test_id: str
+    hits: int
+    first: str
+    last: str
+    marker: dict[str, Any]
+
+
+def rank(entries: Iterable[Entry]) -> list[Entry]:
+    """Most hits first, then most recently seen, then lowest issue number (stable sorts)."""
+    ranked = sorted(entries, key=lambda e: e.number)
+    ranked.sort(key=lambda e: e.last, reverse=True)
+    ranked.sort(key=lambda e: e.hits, reverse=True)
+    return ranked
+
+
+def entries_from(items: Iterable[Mapping[str, Any]]) -> list[Entry]:
+    """Ranked entries: most hits first, then most recently seen, then lowest number."""
+    entries = []
+    for item in items:
+        if "pull_request" in item:
+            continue
+        marker = read_marker(item.get("body"))
+        title = str(item.get("title") or "")
+        if marker is None:
+            marker = {"id": title.removeprefix(TITLE_PREFIX)}
+        entries.append(
+            Entry(
+                number=int(item["number"]),
+                url=str(item.get("html_url") or ""),
+                test_id=str(marker.get("id") or title),
+                hits=_int(marker.get("hits")),
+                first=str(marker.get("first") or item.get("created_at") or ""),
+                last=str(marker.get("last") or item.get("updated_at") or ""),
+                marker=marker,
+            )
+        )
+    return rank(entries)
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _parse(stamp: str) -> Optional[dt.datetime]:
+    try:
+        return dt.datetime.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        return None
+
+
+def _age(first: str, now: dt.datetime) -> str:
+    start = _parse(first)
+    if start is None:
+        return "?"
+    days = (now - start).days
+    if days < 1:
+        return "<1 day"
+    if days < 14:
+        return f"{days} days" if days > 1 else "1 day"
+    if days < 60:
+        return f"{days // 7} weeks"
+    return f"{days // 30} months"
+
+
+def _quarantine(marker: Mapping[str, Any]) -> str:
+    since = marker.get("quarantined_at")
+    if since:
+        return "quarantined since " + md.escape(str(since)[:10])
+    return ""
+
+
+def _verdict(marker: Mapping[str, Any]) -> str:
+    verdict = marker.get("verdict")
+    if not verdict:
+        return ""
+    text = md.escape(str(verdict))
+    at = marker.get("verdict_at")
+    return text + (f" ({md.escape(str(at)[:10])})" if at else "")
+
+
+def chart(entries: list[Entry], bars: int = CHART_BARS) -> str:
+    """A Mermaid bar chart of the top flakes; bars are named by issue number (always safe)."""
+    top = [e for e in entries[:bars] if e.hits > 0]
+    if not top:
+        return ""
+    names = ", ".join(f'"#{e.number}"' for e in top)
+    values = ", ".join(str(e.hits) for e in top)
+    return "\n".join(
+        [
+            "```mermaid",
+            "xychart-beta",
+            f'    title "Hits of the top {len(top)} flaky tests"',
+            f"    x-axis [{names}]",
+            f'    y-axis "Hits" 0 --> {max(e.hits for e in top)}',
+            f"    bar [{values}]",
+            "```",
+        ]
+    )
+
+
+def render(repository: str, entries: list[Entry], now: dt.datetime) -> str:
+    """The text between the digest markers (markers included)."""
+    total_hits = sum(e.hits for e in entries)
+    lines = [
+        START,
+        f"## Flaky tests in {md.escape(repository)}",
+        "",
+        f"Updated {iso(now)} · {len(entries)} open {md.code(FLAKY_LABEL)} issues · "
+        f"{total_hits} hits in total. Ranked by hits, then by most recently seen.",
+        "",
+    ]
+    if not entries:
+        lines += ["No open flaky-test issues. :tada:", "", END]
+        return "\n".join(lines)
+    figure = chart(entries)
+    if figure:
+        lines += [figure, ""]
+    show_quarantine = any(_quarantine(e.marker) for e in entries)
+    show_verdict = any(_verdict(e.marker) for e in entries)
+    header = ["#", "Test", "Hits", "Last seen", "Age"]
+    if show_quarantine:
+        header.append("Quarantine")
+    if show_verdict:
+        header.append("Stress verdict")
+    header.append("Issue")
+    lines += ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for rank, entry in enumerate(entries[:TABLE_ROWS], start=1):
+        row = [
+            str(rank),
+            md.code(md.clip(entry.test_id, 200)),
+            str(entry.hits),
+            md.escape(entry.last[:10]) or "?",
+            _age(entry.first, now),
+        ]
+        if show_quarantine:
+            row.append(_quarantine(entry.marker))
+        if show_verdict:
+            row.append(_verdict(entry.marker))
+        row.append(f"#{entry.number}")
+        lines.append("| " + " | ".join(row) + " |")
+    if len(entries) > TABLE_ROWS:
+        rest = entries[TABLE_ROWS:]
+        lines += [
+            "",
+            f"…and {len(rest)} more open flaky-test issues with {sum(e.hits for e in rest)} hits.",
+        ]
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def replace_region(body: Optional[str], region: str) -> str:
+    """``body`` with the text between the digest markers replaced; the rest kept."""
+    body = body or ""
+    start = body.find(START)
+    end = body.find(END, start + len(START)) if start >= 0 else -1
+    if start >= 0 and end >= 0:
+        return body[:start] + region + body[end + len(END) :]
+    notes = (
+        "\n\n---\n_Comments and notes below stay: flakewarden rewrites only the ranking above._\n"
+    )
+    return region + (("\n\n" + body) if body.strip() else notes)
+
+
+@dataclasses.dataclass
+class DigestResult:
+    number: int
+    url: str
+    created: bool
+    entries: int
+
+
+def title_for(repository: str) -> str:
+    return f"flake digest: {repository}"
+
+
+def build_digest(
+    client: GitHubClient, repository: str, now: Optional[dt.datetime] = None
+) -> DigestResult:
+    """Rank the open flaky-test issues and rewrite (or create) the digest issue."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    base = f"/repos/{repository}"
+    items = client.paginate(base + "/issues", {"labels": FLAKY_LABEL, "state": "open"})
+    entries = entries_from(items)
+    region = render(repository, entries, now)
+    title = title_for(repository)
+    digests = [
+        item
+        for item in client.paginate(base + "/issues", {"labels": LABEL, "state": "open"})
+        if "pull_request" not in item
+    ]
+    # Our own digest first (the exact title), then the lowest number.
+    digests.sort(key=lambda i: (i.get("title") != title, int(i["number"])))
+    if digests:
+        current = digests[0]
+        data = client.patch_json(
+            f"{base}/issues/{current['number']}",
+            {"body": replace_region(current.get("body"), region)},
+        )
+        return DigestResult(
+            int(data["number"]), str(data.get("html_url") or ""), False, len(entries)
+        )
+    ensure_label(client, repository, LABEL, LABEL_COLOR, LABEL_DESCRIPTION)
+    data = client.post_json(
+        base + "/issues",
+        {"title": title, "body": replace_region("", region), "labels": [LABEL]},
+    )
+    return DigestResult(int(data["number"]), str(data.get("html_url") or ""), True, len(entries))

@@ -259,6 +259,10 @@ def test_merging_again_into_the_same_report_dir_starts_fresh(lines: Lines, tmp_p
     merge([lines.cov_alpha, lines.cov_beta], report_dir, cwd=lines.project)
     again = merge([lines.cov_alpha], report_dir, cwd=lines.project)
     assert again.percent == reported_total(lines.project, lines.cov_alpha)
+    nothing = merge([tmp_path / "gone"], report_dir, cwd=lines.project)
+    assert nothing.percent is None
+    assert not (report_dir / ".coverage").exists()
+    assert not (report_dir / "coverage.xml").exists()
 
 
 def test_each_bad_file_is_named_and_the_rest_still_combined(lines: Lines, tmp_path: Path) -> None:

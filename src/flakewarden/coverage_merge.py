@@ -95,6 +95,9 @@ def merge(
     report_dir = report_dir.absolute()
     inputs = [path.absolute() for path in data_files]
     report_dir.mkdir(parents=True, exist_ok=True)
+    # A stale merged file would be combined into the new one, or outlive a merge with no data.
+    for output in (DATA_FILE, XML_FILE):
+        (report_dir / output).unlink(missing_ok=True)
     summary = CoverageSummary(percent=None, fail_under=fail_under)
 
     with tempfile.TemporaryDirectory(prefix="flakewarden-coverage-") as scratch:
@@ -192,8 +195,6 @@ def _combine_and_report(
     """Combine the checked copies into report_dir/.coverage and report on them, from the cwd."""
     data_path = report_dir / DATA_FILE
     xml_path = report_dir / XML_FILE
-    # An old merged file would be read back in and combined with the new data.
-    data_path.unlink(missing_ok=True)
     try:
         cov = coverage.Coverage(data_file=str(data_path), config_file=config_file)
         with warnings.catch_warnings(record=True) as caught:

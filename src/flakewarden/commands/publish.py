@@ -47,7 +47,7 @@ def load_report(report_dir: Path) -> RunReport:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ReportError(f"{path} not found; run `flakewarden run` first") from None
+        raise UsageError(f"{path} not found; point --report-dir at a flakewarden report") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReportError(f"cannot read {path}: {exc}") from None
     if not isinstance(data, dict):

@@ -357,6 +357,25 @@ _PRIORITY = (
 
 
 def _case(element: ET.Element) -> JUnitCase:
+    outcome, message, text = Outcome.PASSED, "", ""
+    if len(element):  # most cases passed and have no children: skip the search
+        outcome, message, text = _result_of(element)
+    attrib = element.attrib
+    return JUnitCase(
+        attrib.get("classname", ""),
+        attrib.get("name", ""),
+        attrib.get("file", ""),
+        _int(attrib.get("line")),
+        _float(attrib.get("time")),
+        outcome,
+        message,
+        text,
+        attrib.get("nodeid", ""),
+    )
+
+
+def _result_of(element: ET.Element) -> tuple[Outcome, str, str]:
+    """Outcome, message and text from a testcase's result children."""
     children: dict[str, ET.Element] = {}
     first_flaky: Optional[ET.Element] = None
     for child in element:
@@ -364,30 +383,19 @@ def _case(element: ET.Element) -> JUnitCase:
         children.setdefault(tag, child)
         if first_flaky is None and tag in _FLAKY_TAGS:
             first_flaky = child
-    deciding, outcome = first_flaky, Outcome.FLAKY if first_flaky is not None else Outcome.PASSED
+    deciding, outcome = first_flaky, Outcome.FLAKY
     for tag, result in _PRIORITY:
         if tag in children:
             deciding, outcome = children[tag], result
             break
-    message = text = ""
-    if deciding is not None:
-        message = deciding.get("message", "")
-        trace = deciding.find("stackTrace")
-        text = (trace.text if trace is not None else deciding.text) or ""
-        if outcome is Outcome.SKIPPED and message.startswith(QUARANTINED_PREFIX):
-            outcome = Outcome.QUARANTINED
-    attrib = element.attrib
-    return JUnitCase(
-        classname=attrib.get("classname", ""),
-        name=attrib.get("name", ""),
-        file=attrib.get("file", ""),
-        line=_int(attrib.get("line")),
-        time=_float(attrib.get("time")),
-        outcome=outcome,
-        message=message,
-        text=text,
-        nodeid=attrib.get("nodeid", ""),
-    )
+    if deciding is None:
+        return Outcome.PASSED, "", ""
+    message = deciding.get("message", "")
+    trace = next((c for c in deciding if _local(c.tag) == "stackTrace"), None)
+    text = (trace.text if trace is not None else deciding.text) or ""
+    if outcome is Outcome.SKIPPED and message.startswith(QUARANTINED_PREFIX):
+        outcome = Outcome.QUARANTINED
+    return outcome, message, text
 
 
 def _int(value: Optional[str]) -> Optional[int]:
@@ -398,7 +406,12 @@ def _int(value: Optional[str]) -> Optional[int]:
 
 
 def _float(value: Optional[str]) -> float:
-    try:
-        return float(value.replace(",", "")) if value else 0.0
-    except ValueError:
+    if not value:
         return 0.0
+    try:
+        return float(value)
+    except ValueError:
+        try:
+            return float(value.replace(",", ""))  # "1,234.5", as some runners write
+        except ValueError:
+            return 0.0

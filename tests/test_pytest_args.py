@@ -59,7 +59,7 @@ def test_rerun_args_drop_selection_keep_options(tmp_path: Path) -> None:
     assert out == [
         "-p", "xdist", "-n", "2", "-o", "xfail_strict=true", "-c", "ci.ini",
         "--import-mode=importlib", "--count", "3", "--cov=src", "--timeout", "30",
-        "--cov-report=", f"--rootdir={tmp_path}",
+        "--cov-fail-under=0", "--cov-report=", f"--rootdir={tmp_path}",
         str(tmp_path / "tests" / "test_a.py"), str(tmp_path / "tests" / "test_b.py"),
     ]  # fmt: skip
 

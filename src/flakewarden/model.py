@@ -166,12 +166,19 @@ class AttemptResult:
     @classmethod
     def from_record(cls, attempt: int, record: TestRecord) -> AttemptResult:
         longrepr = record.longrepr
+        outcome = record.outcome
+        message = ""
+        if outcome.is_failure:
+            message = first_line(longrepr)
+        elif outcome == AttemptOutcome.SKIPPED:
+            # The skip reason (or xfail reason) is what a reader wants to see.
+            message = next((p.longrepr for p in record.phases if p.outcome == "skipped"), "")
         return cls(
             attempt=attempt,
-            outcome=record.outcome,
+            outcome=outcome,
             duration=record.duration,
             phase=record.failed_phase,
-            message=first_line(longrepr) if record.outcome.is_failure else "",
+            message=message,
             longrepr=longrepr if record.outcome.is_failure else "",
             stdout=record.stdout,
             stderr=record.stderr,

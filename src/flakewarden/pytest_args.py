@@ -201,6 +201,8 @@ def rerun_args(
     kept = _drop_options(kept, SELECTION_OPTIONS)
     kept = _drop_options(kept, REPORT_FILE_OPTIONS)
     kept = without_cov_fail_under(kept)
+    if measures_coverage(kept):
+        kept.append(f"{COV_FAIL_UNDER}=0")
     if has_option(kept, "--cov-report"):
         kept = [*_drop_options(kept, {"--cov-report": True}), "--cov-report="]
     if not has_option(kept, "--rootdir"):

@@ -6,7 +6,9 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Optional, TypeVar
 
+from ..config import load as load_config
 from ..errors import UsageError
 from ..model import ExitCode, Outcome, RunReport
 from ..reports import write_reports
@@ -43,12 +45,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "e.g. flakewarden run -- python -m pytest",
     )
     parser.add_argument(
-        "--reruns", type=_non_negative, default=2, help="reruns of failed tests (default 2)"
+        "--reruns", type=_non_negative, default=None, help="reruns of failed tests (default 2)"
     )
     parser.add_argument(
         "--max-failures",
         type=_non_negative,
-        default=10,
+        default=None,
         help="more failed tests than this is a real break: no reruns (default 10)",
     )
     parser.add_argument(
@@ -63,12 +65,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="PCT",
         help="fail when the merged coverage total is below PCT",
     )
-    parser.add_argument("--fail-on-flaky", action="store_true", help="exit 1 when a test was flaky")
+    parser.add_argument(
+        "--fail-on-flaky",
+        action="store_true",
+        default=None,
+        help="exit 1 when a test was flaky",
+    )
     parser.add_argument(
         "--report-dir",
         type=Path,
-        default=Path("flakewarden-report"),
+        default=None,
         help="where the reports go (default flakewarden-report)",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="configuration file (default .github/flakewarden.yml when present)",
     )
     parser.add_argument(
         "--artifact-name", default=None, help="the artifact name the summary mentions"
@@ -77,6 +90,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "-q", "--quiet", action="store_true", help="do not echo the test command's output"
     )
     parser.set_defaults(handler=run)
+
+
+T = TypeVar("T")
+
+
+def _pick(given: Optional[T], configured: T) -> T:
+    """The command line wins over the configuration file."""
+    return configured if given is None else given
 
 
 def say(message: str) -> None:
@@ -91,22 +112,24 @@ def run(args: argparse.Namespace) -> int:
             "no test command: put it after --, e.g. flakewarden run -- python -m pytest"
         )
     cwd = Path.cwd()
-    report_dir = args.report_dir if args.report_dir.is_absolute() else cwd / args.report_dir
+    config = load_config(args.config, cwd)
+    shown_dir = args.report_dir or Path(config.report_dir)
+    report_dir = shown_dir if shown_dir.is_absolute() else cwd / shown_dir
     options = RunOptions(
         command=command,
         cwd=cwd,
         report_dir=report_dir,
-        reruns=args.reruns,
-        max_failures=args.max_failures,
+        reruns=_pick(args.reruns, config.reruns),
+        max_failures=_pick(args.max_failures, config.max_failures),
         coverage=args.coverage,
-        cov_fail_under=args.cov_fail_under,
-        fail_on_flaky=args.fail_on_flaky,
+        cov_fail_under=_pick(args.cov_fail_under, config.cov_fail_under),
+        fail_on_flaky=_pick(args.fail_on_flaky, config.fail_on_flaky),
         echo=None if args.quiet else sys.stdout.buffer,
     )
     sys.stdout.flush()
     report = run_attempts(options, say)
     write_reports(report, report_dir, artifact_name=args.artifact_name)
-    console_summary(report, args.report_dir)
+    console_summary(report, shown_dir)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         from .. import gha
 

@@ -1,0 +1,160 @@
+"""The configuration file: every key optional, one clear line for each mistake, exit 4."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import Project, flaky_module
+
+from flakewarden.config import Config, QuarantinePolicy, find_default, load
+from flakewarden.errors import ConfigError
+
+FULL = """
+reruns: 3
+max_failures: 5
+quarantine_policy:
+  min_failures: 4
+  require_stress_verdict: true
+  stress_runs: 300
+  allowed_verdicts: [not-reproducible, flaky, order-dependent]
+  verdict_max_age_days: 7
+  enter_failure_rate: 0.2
+  exit_failure_rate: 0.02
+  min_runs_to_release: 80
+  max_days: 21
+known_race_patterns: docs/races.md
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / ".github" / "flakewarden.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_full_file(tmp_path: Path) -> None:
+    path = write(tmp_path, FULL)
+    config = load(None, tmp_path)
+    assert config.source == path
+    assert config.reruns == 3
+    assert config.max_failures == 5
+    assert config.known_race_patterns == "docs/races.md"
+    assert config.quarantine_policy == QuarantinePolicy(
+        min_failures=4,
+        require_stress_verdict=True,
+        stress_runs=300,
+        allowed_verdicts=("not-reproducible", "flaky", "order-dependent"),
+        verdict_max_age_days=7,
+        enter_failure_rate=0.2,
+        exit_failure_rate=0.02,
+        min_runs_to_release=80,
+        max_days=21,
+    )
+
+
+def test_no_file_and_empty_file_give_defaults(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    assert load(None, tmp_path) == Config()
+    write(tmp_path, "")
+    assert load(None, tmp_path).reruns == 2
+
+
+def test_default_found_from_a_subdirectory_but_not_past_the_repo(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src" / "deep").mkdir(parents=True)
+    write(repo, "reruns: 1\n")
+    assert find_default(repo / "src" / "deep") == repo / ".github" / "flakewarden.yml"
+    inner = repo / "vendored"
+    (inner / ".git").mkdir(parents=True)
+    assert find_default(inner) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("rerun: 2\n", "rerun: unknown key; did you mean 'reruns'?"),
+        (
+            "quarantine_policy:\n  min_failure: 3\n",
+            "quarantine_policy.min_failure: unknown key; did you mean 'min_failures'?",
+        ),
+        ("reruns: two\n", "reruns: expected a whole number, got 'two'"),
+        ("reruns: -1\n", "reruns: must be 0 or more, got -1"),
+        ("max_failures: true\n", "max_failures: expected a whole number, got True"),
+        (
+            "quarantine_policy:\n  enter_failure_rate: 1.5\n",
+            "quarantine_policy.enter_failure_rate: must be above 0 and at most 1, got 1.5",
+        ),
+        (
+            "quarantine_policy:\n  require_stress_verdict: 'yes'\n",
+            "quarantine_policy.require_stress_verdict: expected true or false, got 'yes'",
+        ),
+        (
+            "quarantine_policy:\n  allowed_verdicts: [flaky, race]\n",
+            "quarantine_policy.allowed_verdicts: 'race' can never allow a quarantine",
+        ),
+        (
+            "quarantine_policy:\n  allowed_verdicts: [deterministic]\n",
+            "'deterministic' can never allow a quarantine",
+        ),
+        (
+            "quarantine_policy:\n  allowed_verdicts: [flakey]\n",
+            "unknown verdict 'flakey'; did you mean 'flaky'?",
+        ),
+        (
+            "quarantine_policy:\n  enter_failure_rate: 0.1\n  exit_failure_rate: 0.1\n",
+            "exit_failure_rate (0.1) must be below enter_failure_rate (0.1)",
+        ),
+        ("- reruns\n", "the file must be a mapping"),
+        ("quarantine_policy: 3\n", "quarantine_policy. must be a mapping"),
+        ("reruns: [1\n", "malformed YAML at line 2"),
+    ],
+)
+def test_errors_name_the_key(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load(None, tmp_path)
+    assert message in str(info.value)
+    assert str(path) in str(info.value)
+    assert "\n" not in str(info.value)
+    assert info.value.exit_code == 4
+
+
+def test_explicit_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"config file .*nope\.yml not found"):
+        load(Path("nope.yml"), tmp_path)
+
+
+def test_yaml_is_loaded_safely(tmp_path: Path) -> None:
+    write(tmp_path, "reruns: !!python/object/apply:os.system ['echo owned']\n")
+    with pytest.raises(ConfigError, match="malformed YAML"):
+        load(None, tmp_path)
+
+
+def test_run_reads_the_file_and_the_command_line_wins(project: Project) -> None:
+    (project.root / ".git").mkdir()
+    project.write(".github/flakewarden.yml", "reruns: 0\nreport_dir: from-config\n")
+    project.write("tests/test_flaky.py", flaky_module("flaky"))
+    # The file says no reruns: the flake fails the run.
+    from_file = project.run(report_dir="r1")
+    assert from_file.returncode == 1
+    assert len(from_file.report["attempts"]) == 1
+    # The command line says one rerun: it wins.
+    (project.root / "tests" / ".counter-flaky").unlink()
+    from_cli = project.run("--reruns", "1", report_dir="r2")
+    assert from_cli.returncode == 0
+    assert from_cli.outcomes == {"tests/test_flaky.py::test_flaky": "flaky"}
+
+
+def test_run_with_a_bad_config_exits_4(project: Project) -> None:
+    project.write("tests/test_ok.py", "def test_ok():\n    pass\n")
+    project.write("bad.yml", "reruns: lots\n")
+    result = project.run("--config", "bad.yml")
+    assert result.returncode == 4
+    assert result.stderr.strip() == (
+        f"flakewarden: error: {project.root / 'bad.yml'}: reruns: expected a whole number, "
+        "got 'lots'"
+    )
+    assert not (result.report_dir / "report.json").exists()

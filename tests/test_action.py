@@ -1,0 +1,793 @@
+"""action.yml: its ``run:`` steps executed with bash in a simulated runner, its ``uses:`` checked.
+
+The runner is re-stated as far as this action needs it: inputs with their
+(evaluated) defaults, each step's ``env:`` expanded from ``${{ }}``
+expressions, a fresh ``$GITHUB_OUTPUT`` and ``$GITHUB_STEP_SUMMARY`` per step,
+``bash --noprofile --norc -eo pipefail`` for ``shell: bash``, step outputs
+read back into the ``steps`` context, and the action's outputs evaluated at
+the end. The tests run a small real project with a flaky test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+ACTION = REPO / "action.yml"
+SHA = re.compile(r"^[^@\s]+@[0-9a-f]{40}$")
+
+Value = Union[str, bool, float, None, dict[str, Any]]
+
+# -- a small evaluator for ${{ }} expressions -------------------------------------
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>\d+(?:\.\d+)?)|(?P<op>==|!=|<=|>=|&&|\|\||[!<>().\[\],])"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_-]*))"
+)
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    out = []
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        if not match or match.end() == pos:
+            raise ValueError(f"cannot parse expression at {text[pos:]!r}")
+        pos = match.end()
+        kind = match.lastgroup
+        assert kind is not None
+        out.append((kind, match.group(kind)))
+    return out
+
+
+def _truthy(value: Value) -> bool:
+    return value not in (None, False, "", 0, 0.0)
+
+
+def to_string(value: Value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else str(value)
+    if isinstance(value, dict):
+        raise ValueError("an object is not a string")
+    return str(value)
+
+
+def _number(value: Value) -> float:
+    if value is None or value == "":
+        return 0.0
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(str(value))
+    except ValueError:
+        return float("nan")
+
+
+def _equal(left: Value, right: Value) -> bool:
+    if isinstance(left, str) and isinstance(right, str):
+        return left.casefold() == right.casefold()
+    if type(left) is type(right):
+        return left == right
+    return _number(left) == _number(right)
+
+
+class Evaluator:
+    """GitHub's expression language, as much of it as action.yml and the workflows use."""
+
+    def __init__(self, contexts: dict[str, Any], *, failed: bool = False) -> None:
+        self.contexts = contexts
+        self.failed = failed
+
+    def evaluate(self, expression: str) -> Value:
+        self.tokens = _tokens(expression)
+        self.pos = 0
+        value = self._or()
+        if self.pos != len(self.tokens):
+            raise ValueError(f"unexpected {self.tokens[self.pos]} in {expression!r}")
+        return value
+
+    def template(self, text: str) -> str:
+        """A string with ``${{ }}`` parts, as env and with values are."""
+        return re.sub(r"\$\{\{(.*?)\}\}", lambda m: to_string(self.evaluate(m.group(1))), text)
+
+    def condition(self, text: str) -> bool:
+        text = text.strip()
+        if text.startswith("${{") and text.endswith("}}"):
+            text = text[3:-2]
+        return _truthy(self.evaluate(text))
+
+    def _peek(self) -> Optional[tuple[str, str]]:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def _take(self, op: str) -> bool:
+        token = self._peek()
+        if token is not None and token[0] == "op" and token[1] == op:
+            self.pos += 1
+            return True
+        return False
+
+    def _or(self) -> Value:
+        value = self._and()
+        while self._take("||"):
+            right = self._and()
+            value = value if _truthy(value) else right
+        return value
+
+    def _and(self) -> Value:
+        value = self._compare()
+        while self._take("&&"):
+            right = self._compare()
+            value = right if _truthy(value) else value
+        return value
+
+    def _compare(self) -> Value:
+        value = self._unary()
+        for op in ("==", "!="):
+            if self._take(op):
+                right = self._unary()
+                same = _equal(value, right)
+                return same if op == "==" else not same
+        return value
+
+    def _unary(self) -> Value:
+        if self._take("!"):
+            return not _truthy(self._unary())
+        return self._primary()
+
+    def _primary(self) -> Value:
+        token = self._peek()
+        if token is None:
+            raise ValueError("expression ends early")
+        self.pos += 1
+        kind, text = token
+        if kind == "op" and text == "(":
+            value = self._or()
+            assert self._take(")")
+            return value
+        if kind == "str":
+            return text[1:-1].replace("''", "'")
+        if kind == "num":
+            return float(text)
+        if kind == "name":
+            if text in ("true", "false"):
+                return text == "true"
+            if text == "null":
+                return None
+            if self._take("("):
+                assert self._take(")"), "only argument-less status functions are supported"
+                return {"always": True, "success": not self.failed, "failure": self.failed}[text]
+            value: Value = self.contexts.get(text)
+            while True:
+                if self._take("."):
+                    kind, name = self.tokens[self.pos]
+                    self.pos += 1
+                    value = value.get(name) if isinstance(value, dict) else None
+                elif self._take("["):
+                    key = to_string(self._or())
+                    assert self._take("]")
+                    value = value.get(key) if isinstance(value, dict) else None
+                else:
+                    return value
+        raise ValueError(f"unexpected {text!r}")
+
+
+def test_evaluator() -> None:
+    ev = Evaluator({"github": {"event_name": "push", "job": "j"}, "inputs": {"a-b": "x"}})
+    assert ev.evaluate("github.event_name == 'PUSH'") is True
+    assert ev.evaluate("github.event_name == 'push' || github.event_name == 'schedule'") is True
+    assert ev.evaluate("inputs.a-b") == "x"
+    assert ev.evaluate("inputs.missing || 'fallback'") == "fallback"
+    assert ev.evaluate("!(inputs['a-b'] != 'x')") is True
+    assert ev.template("n-${{ github.job }}-${{ 0 }}") == "n-j-0"
+
+
+# -- the simulated runner ----------------------------------------------------------
+
+
+def scalar(value: Any) -> str:
+    """A YAML scalar as the runner reads it: ``true`` stays ``true``, not Python's ``True``."""
+    return value if isinstance(value, str) else to_string(value)
+
+
+def load_action() -> dict[str, Any]:
+    return yaml.safe_load(ACTION.read_text(encoding="utf-8"))
+
+
+def read_output_file(path: Path) -> dict[str, str]:
+    """``$GITHUB_OUTPUT`` as the runner reads it: ``k=v`` lines and ``k<<DELIM`` blocks."""
+    values: dict[str, str] = {}
+    lines = path.read_text(encoding="utf-8").split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i].rstrip("\r")
+        i += 1
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            key, delimiter = line.split("<<", 1)
+            body = []
+            while lines[i].rstrip("\r") != delimiter:
+                body.append(lines[i])
+                i += 1
+            i += 1
+            values[key] = "\n".join(body)
+        else:
+            key, value = line.split("=", 1)
+            values[key] = value
+    return values
+
+
+@dataclasses.dataclass
+class StepRun:
+    id: str
+    name: str
+    returncode: Optional[int]  # None: a uses: step, not executed
+    stdout: str = ""
+    stderr: str = ""
+    outputs: dict[str, str] = dataclasses.field(default_factory=dict)
+    summary: str = ""
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    with_: dict[str, str] = dataclasses.field(default_factory=dict)
+    condition: Optional[bool] = None
+
+
+@dataclasses.dataclass
+class ActionRun:
+    steps: list[StepRun]
+    outputs: dict[str, str]
+    github_env: str
+
+    def step(self, step_id: str) -> StepRun:
+        return next(s for s in self.steps if s.id == step_id)
+
+    @property
+    def failed(self) -> bool:
+        return any(s.returncode not in (None, 0) for s in self.steps)
+
+
+class Runner:
+    """One job on a runner: workspace, temp dir, PATH with the user's ``python``."""
+
+    def __init__(self, root: Path, *, action_path: Path = REPO) -> None:
+        self.root = root
+        self.workspace = root / "workspace"
+        self.temp = root / "runner-temp"
+        self.bin = root / "user-bin"
+        for directory in (self.workspace, self.temp, self.bin):
+            directory.mkdir(parents=True, exist_ok=True)
+        self.action_path = action_path
+        # The user's interpreter: `python` on PATH is the one running this suite.
+        python = self.bin / "python"
+        python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+        python.chmod(0o755)
+        self.github_env = root / "github-env"
+        self.github_env.touch()
+        self.event_name = "push"
+        self.job = "test"
+        self.job_index = 0
+        self.run_attempt = "1"
+        self.extra_env: dict[str, str] = {}
+
+    def base_env(self) -> dict[str, str]:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("PYTEST_", "COVERAGE", "FLAKEWARDEN", "GITHUB_", "RUNNER_"))
+            and key not in ("VIRTUAL_ENV", "PYTHONPATH", "CI")
+        }
+        env.update(
+            {
+                "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}",
+                "CI": "true",
+                "GITHUB_ACTIONS": "true",
+                "GITHUB_WORKSPACE": str(self.workspace),
+                "GITHUB_ACTION_PATH": str(self.action_path),
+                "GITHUB_ENV": str(self.github_env),
+                "GITHUB_JOB": self.job,
+                "GITHUB_RUN_ATTEMPT": self.run_attempt,
+                "GITHUB_EVENT_NAME": self.event_name,
+                "RUNNER_TEMP": str(self.temp),
+                "RUNNER_OS": "Linux",
+            }
+        )
+        env.update(self.extra_env)
+        return env
+
+    def contexts(self, inputs: dict[str, str], steps: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "github": {
+                "job": self.job,
+                "run_attempt": self.run_attempt,
+                "event_name": self.event_name,
+                "workspace": str(self.workspace),
+                "action_path": str(self.action_path),
+                "token": "ghs_simulatedtoken0000000000000000000000",
+            },
+            "strategy": {"job-index": float(self.job_index), "job-total": 1.0},
+            "matrix": {},
+            "job": {"status": "success"},
+            "runner": {"temp": str(self.temp), "os": "Linux"},
+            "env": {},
+            "inputs": inputs,
+            "steps": steps,
+        }
+
+    def inputs(self, given: dict[str, str]) -> dict[str, str]:
+        action = load_action()
+        unknown = set(given) - set(action["inputs"])
+        assert not unknown, f"inputs the action does not declare: {unknown}"
+        evaluator = Evaluator(self.contexts({}, {}))
+        return {
+            name: given[name]
+            if name in given
+            else evaluator.template(scalar(spec.get("default", "")))
+            for name, spec in action["inputs"].items()
+        }
+
+    def run(self, given: Optional[dict[str, str]] = None) -> ActionRun:
+        action = load_action()
+        inputs = self.inputs(given or {})
+        steps_context: dict[str, Any] = {}
+        runs: list[StepRun] = []
+        failed = False
+        for index, step in enumerate(action["runs"]["steps"]):
+            step_id = step.get("id", f"__{index}")
+            evaluator = Evaluator(self.contexts(inputs, steps_context), failed=failed)
+            condition = evaluator.condition(step.get("if", "success()"))
+            env = {k: evaluator.template(scalar(v)) for k, v in (step.get("env") or {}).items()}
+            if "uses" in step:
+                with_ = {
+                    k: evaluator.template(scalar(v)) for k, v in (step.get("with") or {}).items()
+                }
+                runs.append(
+                    StepRun(step_id, step["name"], None, env=env, with_=with_, condition=condition)
+                )
+                continue
+            if not condition:
+                runs.append(StepRun(step_id, step["name"], None, condition=False))
+                continue
+            assert step["shell"] == "bash"
+            output = self.temp / f"output-{uuid.uuid4().hex}"
+            summary = self.temp / f"summary-{uuid.uuid4().hex}"
+            output.touch()
+            summary.touch()
+            script = self.temp / f"{uuid.uuid4().hex}.sh"
+            script.write_text(step["run"], encoding="utf-8")
+            full_env = {
+                **self.base_env(),
+                **env,
+                "GITHUB_OUTPUT": str(output),
+                "GITHUB_STEP_SUMMARY": str(summary),
+            }
+            proc = subprocess.run(
+                ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                cwd=self.workspace,
+                env=full_env,
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
+            outputs = read_output_file(output)
+            steps_context[step_id] = {
+                "outputs": outputs,
+                "outcome": "success" if proc.returncode == 0 else "failure",
+                "conclusion": "success" if proc.returncode == 0 else "failure",
+            }
+            runs.append(
+                StepRun(
+                    step_id,
+                    step["name"],
+                    proc.returncode,
+                    proc.stdout,
+                    proc.stderr,
+                    outputs,
+                    summary.read_text(encoding="utf-8"),
+                    env,
+                    condition=True,
+                )
+            )
+            failed = failed or proc.returncode != 0
+        final = Evaluator(self.contexts(inputs, steps_context), failed=failed)
+        outputs = {
+            name: final.template(str(spec["value"])) for name, spec in action["outputs"].items()
+        }
+        return ActionRun(runs, outputs, self.github_env.read_text(encoding="utf-8"))
+
+
+# -- the runner's workflow-command parser (see test_gha.py for the full statement) ---------
+
+_COMMANDS = {"add-mask", "debug", "error", "notice", "warning", "set-output", "stop-commands"}
+
+
+def _unescape(text: str, prop: bool) -> str:
+    text = text.replace("%0D", "\r").replace("%0A", "\n")
+    if prop:
+        text = text.replace("%3A", ":").replace("%2C", ",")
+    return text.replace("%25", "%")
+
+
+def workflow_commands(stdout: str) -> list[tuple[str, dict[str, str], str]]:
+    found = []
+    for line in re.split(r"\r\n|\r|\n", stdout):
+        text = line.lstrip()
+        if not text.startswith("::"):
+            continue
+        end = text.find("::", 2)
+        if end < 0:
+            continue
+        name, _, props = text[2:end].partition(" ")
+        if name not in _COMMANDS:
+            continue
+        properties = {}
+        for item in props.strip().split(","):
+            pair = [p for p in item.split("=", 1) if p]
+            if len(pair) == 2:
+                properties[pair[0]] = _unescape(pair[1], True)
+        found.append((name, properties, _unescape(text[end + 2 :], False)))
+    return found
+
+
+# -- the project under test --------------------------------------------------------
+
+FLAKY_TESTS = """
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+
+
+def flaky_once(name):
+    marker = HERE / f".failed-once-{name}"
+    if not marker.exists():
+        marker.write_text("failed once")
+        raise AssertionError(f"lost the race: 100% sure, a:b, c")
+
+
+def test_ok():
+    (HERE.parent / "interpreter.txt").write_text(sys.prefix)
+
+
+def test_sometimes():
+    flaky_once("sometimes")
+
+
+@pytest.mark.parametrize("value", [1], ids=["::error::pwn,a:b%0A"])
+def test_hostile(value):
+    flaky_once("hostile")
+"""
+
+BROKEN_TEST = """
+def test_broken():
+    assert 1 == 2, "always broken"
+"""
+
+
+def make_project(workspace: Path, *, broken: bool = False) -> Path:
+    project = workspace / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\ntestpaths = ["tests"]\naddopts = "-p no:randomly"\n',
+        encoding="utf-8",
+    )
+    (project / "tests" / "test_flaky.py").write_text(FLAKY_TESTS, encoding="utf-8")
+    if broken:
+        (project / "tests" / "test_broken.py").write_text(BROKEN_TEST, encoding="utf-8")
+    return project
+
+
+def line_of(path: Path, needle: str) -> str:
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if needle in line:
+            return str(number)
+    raise AssertionError(needle)
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> Runner:
+    runner = Runner(tmp_path)
+    # The install step itself is exercised once, for real, in test_real_install.
+    runner.extra_env["FLAKEWARDEN_PREINSTALLED_VENV"] = sys.prefix
+    return runner
+
+
+def assert_flaky_run(runner: Runner, run: ActionRun, project: Path) -> None:
+    step = run.step("run")
+    assert step.returncode == 0, step.stdout + step.stderr
+    assert run.outputs == {
+        "outcome": "flaky",
+        "passed": "1",
+        "failed": "0",
+        "flaky": "2",
+        "quarantined": "0",
+        "report-dir": str(project / "flakewarden-report"),
+        "coverage": "",
+    }
+    test_file = project / "tests" / "test_flaky.py"
+    commands = workflow_commands(step.stdout)
+    # Exactly our two warnings: the hostile id in the test output emitted nothing of its own.
+    assert [(name, props) for name, props, _ in commands] == [
+        (
+            "warning",
+            {
+                "title": "Flaky test: tests/test_flaky.py::test_sometimes",
+                "file": "project/tests/test_flaky.py",
+                "line": line_of(test_file, "def test_sometimes"),
+            },
+        ),
+        (
+            "warning",
+            {
+                "title": "Flaky test: tests/test_flaky.py::test_hostile[::error::pwn,a:b%0A]",
+                "file": "project/tests/test_flaky.py",
+                "line": line_of(test_file, "@pytest.mark.parametrize"),  # pytest: the decorator
+            },
+        ),
+    ]
+    first_line = commands[0][2].splitlines()[0]
+    assert "1 of 2 attempts failed" in first_line
+    assert "lost the race: 100% sure, a:b, c" in first_line
+    # The summary: totals, the flaky rows, the artifact name; identical to summary.md.
+    summary = step.summary
+    assert summary.startswith("## flakewarden: passed (2 flaky)\n")
+    assert r"| flaky | tests/test\_flaky.py::test\_sometimes | 1 of 2 failed |" in summary
+    assert f"**{run.step('upload').with_['name']}**" in summary
+    assert summary == (project / "flakewarden-report" / "summary.md").read_text(encoding="utf-8")
+    # The tests ran with the user's interpreter, not flakewarden's venv.
+    assert (project / "interpreter.txt").read_text(encoding="utf-8") == sys.prefix
+    # Nothing leaks into later steps of the user's job.
+    assert run.github_env == ""
+    upload = run.step("upload")
+    assert upload.condition is True
+    assert upload.with_["path"] == str(project / "flakewarden-report")
+    assert upload.with_["include-hidden-files"] == "true"
+
+
+def test_flaky_suite_is_green_with_warnings(runner: Runner) -> None:
+    project = make_project(runner.workspace)
+    run = runner.run({"working-directory": "project"})
+    assert_flaky_run(runner, run, project)
+    assert run.step("upload").with_["name"] == "flakewarden-test-0-attempt-1"
+    assert run.step("upload").with_["retention-days"] == ""
+    assert not (runner.temp / "flakewarden-venv").exists()  # the preinstalled venv was used
+
+
+def test_real_install(tmp_path: Path) -> None:
+    """No override: a venv under $RUNNER_TEMP, flakewarden installed from the action's checkout."""
+    action_copy = tmp_path / "action"
+    action_copy.mkdir()
+    for name in ("pyproject.toml", "README.md", "action.yml"):
+        shutil.copy2(REPO / name, action_copy / name)
+    shutil.copytree(
+        REPO / "src",
+        action_copy / "src",
+        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+    )
+    runner = Runner(tmp_path / "job", action_path=action_copy)
+    project = make_project(runner.workspace)
+    run = runner.run({"working-directory": "project", "python": sys.executable})
+    install = run.step("install")
+    assert install.returncode == 0, install.stdout + install.stderr
+    venv_python = runner.temp / "flakewarden-venv" / "bin" / "python"
+    assert install.outputs == {"python": str(venv_python)}
+    assert "flakewarden 0.1" in install.stdout
+    assert_flaky_run(runner, run, project)
+    # The user's environment was not modified: flakewarden lives only in the venv.
+    check = subprocess.run(
+        [str(venv_python), "-c", "import flakewarden, sys; print(flakewarden.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert check.stdout.startswith(str(runner.temp / "flakewarden-venv"))
+
+
+def test_failing_suite_is_red_and_still_ships_evidence(runner: Runner) -> None:
+    project = make_project(runner.workspace, broken=True)
+    run = runner.run({"working-directory": "project", "reruns": "1"})
+    step = run.step("run")
+    assert step.returncode == 1
+    assert run.outputs["outcome"] == "failed"
+    assert run.outputs["failed"] == "1"
+    assert run.outputs["flaky"] == "2"
+    errors = [c for c in workflow_commands(step.stdout) if c[0] == "error"]
+    assert [props["title"] for _, props, _ in errors] == [
+        "Failed test: tests/test_broken.py::test_broken"
+    ]
+    assert "always broken" in errors[0][2]
+    assert step.summary.startswith("## flakewarden: failed (2 flaky, 1 failed)")
+    # The upload still runs after a red step.
+    upload = run.step("upload")
+    assert upload.condition is True
+    assert upload.with_["path"] == str(project / "flakewarden-report")
+
+
+def test_fail_on_flaky_turns_the_step_red(runner: Runner) -> None:
+    make_project(runner.workspace)
+    run = runner.run({"working-directory": "project", "fail-on-flaky": "true"})
+    assert run.step("run").returncode == 1
+    assert run.outputs["flaky"] == "2"
+    assert len(workflow_commands(run.step("run").stdout)) == 2
+
+
+def test_command_is_split_like_a_shell_but_never_run_by_one(runner: Runner) -> None:
+    project = make_project(runner.workspace)
+    run = runner.run(
+        {
+            "working-directory": "project",
+            "command": "python -m pytest -k 'test_ok or test_sometimes' -p no:cacheprovider",
+        }
+    )
+    assert run.step("run").returncode == 0, run.step("run").stderr
+    assert run.outputs["passed"] == "1"
+    assert run.outputs["flaky"] == "1"  # test_hostile was deselected by the quoted -k
+
+    pwned = runner.workspace / "pwned"
+    run = runner.run(
+        {
+            "working-directory": "project",
+            "command": f'python -c "import sys; sys.exit(0)" $(touch {pwned}) `touch {pwned}`',
+        }
+    )
+    assert not pwned.exists()
+    assert run.outputs["outcome"] != ""
+    assert project.exists()
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"command": "   "}, "the command input is empty"),
+        ({"command": "python -m 'pytest"}, "unbalanced quotes"),
+        ({"coverage": "yes"}, "input --coverage must be true or false"),
+        ({"working-directory": "does-not-exist"}, ""),
+    ],
+)
+def test_usage_errors_still_write_outputs(
+    runner: Runner, given: dict[str, str], message: str
+) -> None:
+    make_project(runner.workspace)
+    run = runner.run({"working-directory": "project", **given})
+    step = run.step("run")
+    assert step.returncode == 4
+    assert run.outputs["outcome"] == "usage-error"
+    assert run.outputs["flaky"] == "0"
+    assert run.outputs["report-dir"] != ""
+    if message:
+        [(name, _, data)] = workflow_commands(step.stdout)
+        assert name == "error"
+        assert message in data
+
+
+def test_no_tests_collected(runner: Runner) -> None:
+    project = runner.workspace / "empty"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_nothing.py").write_text("x = 1\n", encoding="utf-8")
+    run = runner.run({"working-directory": "empty"})
+    assert run.step("run").returncode == 5
+    assert run.outputs["outcome"] == "no-tests"
+
+
+def test_token_never_reaches_the_tests_or_the_log(runner: Runner) -> None:
+    project = make_project(runner.workspace)
+    (project / "tests" / "test_env.py").write_text(
+        "import os\n\ndef test_env():\n"
+        "    assert not [k for k, v in os.environ.items() if v.startswith('ghs_')]\n",
+        encoding="utf-8",
+    )
+    run = runner.run({"working-directory": "project"})
+    assert run.step("run").returncode == 0, run.step("run").stdout
+    for step in run.steps:
+        assert "ghs_" not in step.stdout + step.stderr + step.summary
+
+
+# -- static checks -------------------------------------------------------------------
+
+
+def test_no_expression_inside_any_run_script() -> None:
+    for step in load_action()["runs"]["steps"]:
+        if "run" in step:
+            assert "${{" not in step["run"], step["name"]
+            assert step["shell"] == "bash"
+
+
+def test_uses_steps_are_pinned_and_always_upload_hidden_files() -> None:
+    uses = [s for s in load_action()["runs"]["steps"] if "uses" in s]
+    assert uses, "the report upload step is missing"
+    for step in uses:
+        assert SHA.match(step["uses"]), step["uses"]
+    [upload] = [s for s in uses if s["uses"].startswith("actions/upload-artifact@")]
+    assert upload["uses"] == "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"
+    assert upload["with"]["include-hidden-files"] is True
+    assert re.match(r"^always\(\)(\s|$)", upload["if"])
+    assert "${{ inputs.retention-days }}" in upload["with"]["retention-days"]
+
+
+def test_marketplace_metadata_inputs_and_outputs() -> None:
+    action = load_action()
+    for key in ("name", "description", "author"):
+        assert action[key]
+    assert set(action["branding"]) == {"icon", "color"}
+    assert action["runs"]["using"] == "composite"
+    expected_inputs = {
+        "command",
+        "working-directory",
+        "reruns",
+        "max-failures",
+        "coverage",
+        "cov-fail-under",
+        "fail-on-flaky",
+        "report-dir",
+        "artifact-name",
+        "retention-days",
+        "config",
+        "github-token",
+        "python",
+        "file-issues",
+    }
+    assert set(action["inputs"]) == expected_inputs
+    for name, spec in action["inputs"].items():
+        assert spec["description"], name
+        assert "default" in spec, name
+        assert spec.get("required", False) is False, name
+    assert set(action["outputs"]) >= {
+        "outcome",
+        "passed",
+        "failed",
+        "flaky",
+        "report-dir",
+        "coverage",
+    }
+    assert action["inputs"]["command"]["default"] == "python -m pytest"
+    assert action["inputs"]["github-token"]["default"] == "${{ github.token }}"
+
+
+def test_default_artifact_names_are_unique_per_job_matrix_cell_and_attempt(tmp_path: Path) -> None:
+    names = set()
+    for job, index, attempt in [
+        ("test", 0, "1"),
+        ("test", 1, "1"),
+        ("lint", 0, "1"),
+        ("test", 0, "2"),
+    ]:
+        runner = Runner(tmp_path)
+        runner.job, runner.job_index, runner.run_attempt = job, index, attempt
+        names.add(runner.inputs({})["artifact-name"])
+    assert len(names) == 4
+    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+", n) for n in names)
+
+
+@pytest.mark.parametrize(
+    ("event", "expected"),
+    [
+        ("push", "true"),
+        ("schedule", "true"),
+        ("pull_request", "false"),
+        ("pull_request_target", "false"),
+    ],
+)
+def test_file_issues_defaults_on_for_push_and_schedule_only(
+    tmp_path: Path, event: str, expected: str
+) -> None:
+    runner = Runner(tmp_path)
+    runner.event_name = event
+    assert runner.inputs({})["file-issues"] == expected

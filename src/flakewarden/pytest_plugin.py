@@ -12,6 +12,8 @@ variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
 - ``FLAKEWARDEN_SWITCH_INTERVAL``: a float for ``sys.setswitchinterval``.
 - ``FLAKEWARDEN_REPEAT``: repeat each selected test this many times inside the
   process, recording every iteration.
+- ``FLAKEWARDEN_ORDER``: JSON file holding a list of node ids; only those run,
+  in that order (stress replays a recorded order to find a polluter).
 
 Records (one JSON object per line, ``kind`` says which):
 ``config`` (rootdir, invocation args, positional args), ``test`` (one per test
@@ -152,7 +154,23 @@ def _pytest_version() -> str:
         return ""
 
 
+def _stress_order(config: Any, items: list[Any]) -> None:
+    """``FLAKEWARDEN_ORDER``: keep exactly these ids and run them in this order."""
+    order_file = os.environ.get("FLAKEWARDEN_ORDER")
+    if not order_file:
+        return
+    with open(order_file, encoding="utf-8") as stream:
+        position = {nodeid: index for index, nodeid in enumerate(json.load(stream))}
+    drop = [item for item in items if item.nodeid not in position]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = sorted(
+        (item for item in items if item.nodeid in position), key=lambda i: position[i.nodeid]
+    )
+
+
 def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
+    _stress_order(config, items)
     select_file = os.environ.get("FLAKEWARDEN_SELECT")
     if not select_file:
         return

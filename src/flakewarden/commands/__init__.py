@@ -9,6 +9,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import digest, issues, publish, run
+from . import digest, issues, publish, run, stress
 
-COMMANDS: list[ModuleType] = [run, publish, issues, digest]
+COMMANDS: list[ModuleType] = [run, publish, issues, digest, stress]

@@ -1,0 +1,137 @@
+"""``flakewarden stress TEST_ID [options] -- <test command>``: a verdict with evidence."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..errors import UsageError
+from ..model import ExitCode
+from ..process import Interrupted
+from ..stress import Stress, StressOptions
+from ..verdict import ERROR, RACE, Verdict, merge_verdicts, read_verdict, write_verdict
+
+HELP = "stress-run one test and record a verdict with evidence (race, flaky, ...)"
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected more than 0 seconds, got {value:g}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "stress",
+        help=HELP,
+        description=f"{HELP.capitalize()}. Put the test command after --, e.g. "
+        "flakewarden stress tests/test_x.py::test_y -- python -m pytest",
+    )
+    parser.add_argument("test_id", nargs="?", metavar="TEST_ID", help="the pytest node id")
+    parser.add_argument(
+        "--runs",
+        type=_positive,
+        default=200,
+        help="runs per knob in the timing phase (default 200)",
+    )
+    parser.add_argument(
+        "--budget-seconds",
+        type=_seconds,
+        default=600.0,
+        help="stop starting new rounds after this long (default 600)",
+    )
+    parser.add_argument(
+        "--report-dir",
+        type=Path,
+        default=Path("flakewarden-stress"),
+        help="where verdict.json, verdict.md and the raw runs go (default flakewarden-stress/)",
+    )
+    parser.add_argument(
+        "--order-from",
+        type=Path,
+        metavar="REPORT_JSON",
+        help="a flakewarden report.json whose run order is replayed to find a polluter",
+    )
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        metavar="DIR",
+        help="merge the verdict directories of several shards into one verdict (no runs)",
+    )
+    parser.set_defaults(handler=handle)
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"flakewarden stress: {message}\n")
+    sys.stderr.flush()
+
+
+def _show(verdict: Verdict, report_dir: Path) -> None:
+    allowed = "allowed" if verdict.quarantine_allowed else "refused"
+    print(f"{verdict.test_id}: {verdict.verdict} (quarantine {allowed})")
+    print(f"  {verdict.reason}")
+    print(f"  rule: {verdict.rule}")
+    print(f"  evidence: {report_dir / 'verdict.md'}")
+    entry = verdict.known_race_entry()
+    if verdict.verdict == RACE and entry:
+        print("  add this entry to the known-race-patterns list:")
+        for line in entry.splitlines():
+            print(f"    {line}")
+
+
+def handle(args: argparse.Namespace) -> int:
+    report_dir: Path = args.report_dir
+    if args.merge:
+        if args.test_command:
+            raise UsageError("--merge reads shard directories; it takes no test command")
+        shards = [read_verdict(directory) for directory in args.merge]
+        if args.test_id and any(s.test_id != args.test_id for s in shards):
+            raise UsageError(f"the shards are not all verdicts for {args.test_id}")
+        verdict = merge_verdicts(shards, [str(d) for d in args.merge])
+    else:
+        if not args.test_id:
+            raise UsageError(
+                "give the test's node id, e.g. "
+                "flakewarden stress tests/test_x.py::test_y -- python -m pytest"
+            )
+        if not args.test_command:
+            raise UsageError(
+                "no test command: put it after --, e.g. flakewarden stress "
+                f"{args.test_id} -- python -m pytest"
+            )
+        if args.order_from is not None and not args.order_from.is_file():
+            raise UsageError(f"--order-from: no such file: {args.order_from}")
+        options = StressOptions(
+            test_id=args.test_id,
+            command=list(args.test_command),
+            cwd=Path(os.getcwd()),
+            report_dir=report_dir.resolve(),
+            runs=args.runs,
+            budget_seconds=args.budget_seconds,
+            order_from=args.order_from,
+        )
+        try:
+            verdict = Stress(options, _say).run()
+        except Interrupted:
+            _say("interrupted: no verdict")
+            return int(ExitCode.INTERRUPTED)
+    write_verdict(verdict, report_dir)
+    _show(verdict, report_dir)
+    return int(ExitCode.INTERNAL_ERROR if verdict.verdict == ERROR else ExitCode.OK)

@@ -1,0 +1,149 @@
+"""Running many short pytest processes at once, optionally next to CPU burners.
+
+``process.run_child`` runs one blocking child; a stress run needs several at a
+time and must stop all of them (and the burners) on Ctrl-C, SIGTERM or a hung
+test. Each child gets its own process group, as in ``process.py``, so a test
+that spawns helpers is stopped whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Optional
+
+from .errors import UsageError
+from .process import Interrupted
+
+POLL_SECONDS = 0.02
+BURNER_CODE = "while True:\n    pass\n"
+
+
+@dataclasses.dataclass
+class ChildSpec:
+    command: list[str]
+    cwd: Path
+    env: dict[str, str]
+    log: Path
+    timeout: float
+
+
+@dataclasses.dataclass
+class ChildOutcome:
+    exit_code: Optional[int]  # None: killed after its timeout
+    duration: float
+
+    @property
+    def timed_out(self) -> bool:
+        return self.exit_code is None
+
+
+def _kill_group(pid: int, signum: int = signal.SIGKILL) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signum)
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[list[int]]:
+    """Record SIGINT/SIGTERM instead of dying, so children are stopped before we raise."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        received.append(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def _spawn(
+    command: Sequence[str], cwd: Path, env: Mapping[str, str], log: Path
+) -> subprocess.Popen[bytes]:
+    with open(log, "wb") as stream:
+        try:
+            return subprocess.Popen(
+                list(command),
+                cwd=cwd,
+                env=dict(env),
+                stdout=stream,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise UsageError(f"command not found: {command[0]}") from exc
+        except PermissionError as exc:
+            raise UsageError(f"command is not executable: {command[0]}") from exc
+
+
+@contextlib.contextmanager
+def burners(count: int) -> Iterator[None]:
+    """``count`` processes spinning on a CPU each, for as long as the block runs."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", BURNER_CODE],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for _ in range(count)
+    ]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            _kill_group(proc.pid)
+        for proc in procs:
+            proc.wait()
+
+
+def run_all(specs: Sequence[ChildSpec], parallel: int) -> list[ChildOutcome]:
+    """Run every spec, at most ``parallel`` at a time; results in the specs' order."""
+    outcomes: list[Optional[ChildOutcome]] = [None] * len(specs)
+    running: dict[int, tuple[subprocess.Popen[bytes], float]] = {}
+    pending = list(range(len(specs)))
+    with _signals_raise() as received:
+        try:
+            while pending or running:
+                if received:
+                    raise Interrupted(received[0])
+                while pending and len(running) < max(1, parallel):
+                    index = pending.pop(0)
+                    spec = specs[index]
+                    running[index] = (
+                        _spawn(spec.command, spec.cwd, spec.env, spec.log),
+                        time.monotonic(),
+                    )
+                for index, (proc, started) in list(running.items()):
+                    code = proc.poll()
+                    elapsed = time.monotonic() - started
+                    if code is None and elapsed > specs[index].timeout:
+                        _kill_group(proc.pid)
+                        proc.wait()
+                        outcomes[index] = ChildOutcome(None, elapsed)
+                        del running[index]
+                    elif code is not None:
+                        _kill_group(proc.pid)  # whatever it left behind in its group
+                        outcomes[index] = ChildOutcome(code, elapsed)
+                        del running[index]
+                time.sleep(POLL_SECONDS)
+        finally:
+            for proc, _ in running.values():
+                _kill_group(proc.pid)
+                proc.wait()
+    return [o for o in outcomes if o is not None]

@@ -1,0 +1,128 @@
+"""Every workflow and action in the repository passes zizmor (offline) and pins what it uses."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+PINNED = re.compile(r"^[^@\s]+@[0-9a-f]{40}$")
+# Files whose run: scripts take every expression through env: (the action's own rule).
+NO_EXPRESSIONS_IN_RUN = (
+    "action.yml",
+    ".github/workflows/ci.yml",
+    "examples/workflows/minimal.yml",
+    "examples/workflows/coverage-gate.yml",
+    "examples/workflows/matrix.yml",
+)
+
+
+def lintable() -> list[Path]:
+    files = [REPO / "action.yml"]
+    for directory in (REPO / ".github" / "workflows", REPO / "examples" / "workflows"):
+        files += sorted(directory.glob("*.yml")) + sorted(directory.glob("*.yaml"))
+    files += sorted(
+        p for p in (REPO / "examples").rglob("action.y*ml") if "workflows" not in p.parts
+    )
+    return files
+
+
+def zizmor() -> Optional[str]:
+    beside = Path(sys.executable).parent / "zizmor"
+    return str(beside) if beside.exists() else shutil.which("zizmor")
+
+
+def steps_of(document: dict[str, Any]) -> list[dict[str, Any]]:
+    if "runs" in document:
+        return list(document["runs"].get("steps") or [])
+    steps: list[dict[str, Any]] = []
+    for job in (document.get("jobs") or {}).values():
+        steps += job.get("steps") or []
+    return steps
+
+
+def relative(path: Path) -> str:
+    return path.relative_to(REPO).as_posix()
+
+
+def test_the_expected_files_are_linted() -> None:
+    names = {relative(p) for p in lintable()}
+    assert set(NO_EXPRESSIONS_IN_RUN) <= names
+
+
+@pytest.mark.parametrize("path", lintable(), ids=relative)
+def test_zizmor_reports_nothing(path: Path) -> None:
+    executable = zizmor()
+    assert executable, "zizmor is not installed: pip install -e '.[test]'"
+    proc = subprocess.run(
+        [executable, "--offline", "--no-progress", "--format", "plain", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "No findings to report" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("path", lintable(), ids=relative)
+def test_every_remote_uses_is_pinned_to_a_commit(path: Path) -> None:
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    for step in steps_of(document):
+        uses = step.get("uses")
+        if uses is None or uses.startswith(("./", "docker://")):
+            continue
+        assert PINNED.match(uses), f"{relative(path)}: {uses} is not pinned to a commit SHA"
+    for job in (document.get("jobs") or {}).values():
+        uses = job.get("uses")  # a reusable workflow call
+        if uses and not uses.startswith("./"):
+            assert PINNED.match(uses), f"{relative(path)}: {uses} is not pinned to a commit SHA"
+
+
+@pytest.mark.parametrize("name", NO_EXPRESSIONS_IN_RUN)
+def test_no_expression_inside_a_run_script(name: str) -> None:
+    document = yaml.safe_load((REPO / name).read_text(encoding="utf-8"))
+    for step in steps_of(document):
+        assert "${{" not in step.get("run", ""), f"{name}: {step.get('name') or step['run']}"
+
+
+@pytest.mark.parametrize("path", lintable(), ids=relative)
+def test_workflows_declare_permissions(path: Path) -> None:
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if "jobs" not in document:
+        return  # an action, not a workflow
+    jobs = document["jobs"].values()
+    assert "permissions" in document or all("permissions" in job for job in jobs), relative(path)
+
+
+def test_zizmor_catches_what_it_should(tmp_path: Path) -> None:
+    """The lint is live: an unpinned action and a script injection are both reported."""
+    executable = zizmor()
+    assert executable
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "on: pull_request_target\n"
+        "permissions: {}\n"
+        "jobs:\n"
+        "  j:\n"
+        "    runs-on: ubuntu-24.04\n"
+        "    steps:\n"
+        "      - uses: actions/checkout@v4\n"
+        "      - run: echo ${{ github.event.pull_request.title }}\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [executable, "--offline", "--no-progress", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "unpinned-uses" in proc.stdout
+    assert "template-injection" in proc.stdout

@@ -9,6 +9,7 @@ on a loaded two-core machine; no assertion is about time.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -452,3 +453,63 @@ def test_merge_keeps_a_deterministic_shard(tmp_path: Path) -> None:
     broken.verdict, broken.reason = "deterministic", "fails every run"
     merged = merge_verdicts([_shard("large", (0, 200), (0, 200)), broken], ["a", "b"])
     assert merged.verdict == "deterministic" and "small" in merged.reason
+
+
+def test_comment_records_the_verdict_on_the_flake_issue(tmp_path: Path) -> None:
+    from github_emulator import GitHubEmulator
+
+    from flakewarden.marker import format_marker, read_marker
+
+    test_id = "tests/test_x.py::test_y"
+    for name, shard in (
+        ("shard-a", _shard("large", (1, 200), (1, 200))),
+        ("shard-b", _shard("small", (10, 200), (10, 200))),
+    ):
+        write_verdict(shard, tmp_path / name)
+    with GitHubEmulator() as emu:
+        marker = {"id": test_id, "hits": 3, "first": "2026-01-01T00:00:00Z", "quarantined": False}
+        body = f"Notes from the team.\n\n{format_marker(marker)}\n"
+        emu.add_issue(f"flake: {test_id}", body, labels=("flaky-test",))
+        env = {
+            **os.environ,
+            "GITHUB_API_URL": emu.url,
+            "GITHUB_TOKEN": emu.token,
+            "GITHUB_REPOSITORY": emu.full_name,
+            "GITHUB_SERVER_URL": "https://github.com",
+            "GITHUB_RUN_ID": "4242",
+        }
+        result = subprocess.run(
+            [sys.executable, "-m", "flakewarden", "stress", "--comment", "--report-dir",
+             str(tmp_path / "merged"), "--merge", str(tmp_path / "shard-a"),
+             str(tmp_path / "shard-b")],
+            capture_output=True,
+            text=True,
+            env=env,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert "commented on #1" in result.stdout
+        [comment] = emu.comments[1]
+        assert "`race`" in comment["body"] and "runner:small" in comment["body"]
+        new_body = emu.issues[1]["body"]
+        recorded = read_marker(new_body)
+        assert recorded is not None
+        assert recorded["verdict"] == "race"
+        assert recorded["verdict_at"] == "2026-01-01T00:10:00+00:00"
+        assert recorded["verdict_url"] == f"https://github.com/{emu.full_name}/actions/runs/4242"
+        assert recorded["hits"] == 3 and recorded["quarantined"] is False  # other keys kept
+        assert new_body.startswith("Notes from the team.")
+    assert emu.schema_errors == []
+
+
+def test_comment_is_fail_open_without_an_issue(tmp_path: Path) -> None:
+    write_verdict(_shard("one", (0, 200), (0, 200)), tmp_path / "shard")
+    env = {**os.environ, "GITHUB_REPOSITORY": "", "GITHUB_TOKEN": ""}
+    result = subprocess.run(
+        [sys.executable, "-m", "flakewarden", "stress", "--comment", "--report-dir",
+         str(tmp_path / "merged"), "--merge", str(tmp_path / "shard")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )  # fmt: skip
+    assert result.returncode == 0
+    assert "verdict not commented" in result.stderr

@@ -6,12 +6,24 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Optional
 
-from ..errors import UsageError
+from ..errors import GitHubError, UsageError
+from ..flake_issues import FlakeTracker, RunContext
+from ..github_api import GitHubClient
 from ..model import ExitCode
 from ..process import Interrupted
 from ..stress import Stress, StressOptions
-from ..verdict import ERROR, RACE, Verdict, merge_verdicts, read_verdict, write_verdict
+from ..verdict import (
+    ERROR,
+    RACE,
+    Verdict,
+    merge_verdicts,
+    read_verdict,
+    text_chart,
+    write_verdict,
+)
+from .issues import add_github_options, warn
 
 HELP = "stress-run one test and record a verdict with evidence (race, flaky, ...)"
 
@@ -75,6 +87,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="DIR",
         help="merge the verdict directories of several shards into one verdict (no runs)",
     )
+    parser.add_argument(
+        "--comment",
+        action="store_true",
+        help="comment the verdict on the test's flake issue and record it in the issue's "
+        "marker (verdict, verdict_at, verdict_url); never changes the exit code",
+    )
+    add_github_options(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -134,4 +153,69 @@ def handle(args: argparse.Namespace) -> int:
             return int(ExitCode.INTERRUPTED)
     write_verdict(verdict, report_dir)
     _show(verdict, report_dir)
+    if args.comment:
+        comment_verdict(verdict, args.token, args.repository)
     return int(ExitCode.INTERNAL_ERROR if verdict.verdict == ERROR else ExitCode.OK)
+
+
+def verdict_comment(verdict: Verdict, link: str) -> str:
+    allowed = "allowed" if verdict.quarantine_allowed else "refused"
+    lines = [
+        f"**flakewarden stress verdict: `{verdict.verdict}`** (quarantine {allowed})",
+        "",
+        verdict.reason,
+        "",
+        f"Rule: {verdict.rule}",
+        "",
+        "```text",
+        text_chart(verdict.arms),
+        "```",
+    ]
+    entry = verdict.known_race_entry()
+    if entry:
+        lines += ["", "Known race pattern to record:", "", "```yaml", entry.rstrip(), "```"]
+    if link:
+        lines += ["", f"Evidence (verdict.md, verdict.json): {link}"]
+    return "\n".join(lines)
+
+
+def comment_verdict(
+    verdict: Verdict,
+    token: Optional[str],
+    repository: Optional[str],
+    client: Optional[GitHubClient] = None,
+) -> bool:
+    """Comment on the test's flake issue and record the verdict in its marker; fail-open."""
+    ctx = RunContext.from_env()
+    repository = repository or ctx.repository
+    if not repository or repository.count("/") != 1:
+        warn("verdict not commented: no repository; set GITHUB_REPOSITORY or pass --repository")
+        return False
+    try:
+        client = client or GitHubClient.from_env(token)
+    except GitHubError as exc:
+        warn(f"verdict not commented: {exc}")
+        return False
+    try:
+        tracker = FlakeTracker(client, repository)
+        issues = tracker.index().get(verdict.test_id, [])
+        if not issues:
+            warn(f"verdict not commented: no flake issue for {verdict.test_id}")
+            return False
+        issue = next((i for i in issues if i.state == "open"), issues[0])
+        link = ctx.run_url
+        tracker.comment(issue.number, verdict_comment(verdict, link))
+        marker = dict(issue.marker)
+        marker.update(
+            verdict=verdict.verdict,
+            verdict_at=verdict.finished_at,
+            verdict_url=link,
+        )
+        tracker.update(issue, marker)
+    except Exception as exc:  # fail-open: bookkeeping never changes the verdict's exit code
+        warn(f"verdict not commented: {type(exc).__name__}: {exc}")
+        return False
+    finally:
+        client.close()
+    sys.stdout.write(f"flakewarden: verdict commented on #{issue.number} {issue.html_url}\n")
+    return True

@@ -251,6 +251,8 @@ class GitHubEmulator:
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self.labels: dict[str, dict[str, Any]] = {}
         self.faults: list[Fault] = []
+        # Called with each LoggedRequest before it is answered (to stage races in tests).
+        self.before: Optional[Callable[[LoggedRequest], None]] = None
         self.log: list[LoggedRequest] = []
         self.schema_errors: list[str] = []
         self.max_concurrent_writes = 0
@@ -278,7 +280,9 @@ class GitHubEmulator:
         Handler.emulator = emulator
         self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -424,6 +428,8 @@ class GitHubEmulator:
                 fault.times -= 1
                 if fault.times <= 0:
                     self.faults.remove(fault)
+        if self.before is not None:
+            self.before(entry)
         if fault is not None and (fault.drop or fault.status == 0):
             entry.status = 0
             return fault, 0, {}, None

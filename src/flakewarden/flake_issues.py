@@ -384,20 +384,32 @@ def _file_one(
 
 
 def _merge(tracker: FlakeTracker, loser: FlakeIssue, winner: FlakeIssue, ctx: RunContext) -> int:
-    """Close ``loser`` as a duplicate of ``winner`` and add its hits there, exactly once."""
-    fresh = tracker.get(winner.number)
-    marker = dict(fresh.marker or winner.marker)
-    merged = [int(n) for n in marker.get("merged", []) if isinstance(n, int)]
-    if loser.number not in merged:
+    """Close ``loser`` as a duplicate of ``winner`` and add its hits there, exactly once.
+
+    GitHub has no compare-and-swap on issue bodies, so the winner is read back
+    after the write and the merge redone when another job's write replaced ours.
+    """
+    added = False
+    marker: dict[str, Any] = {}
+    for _ in range(4):
+        fresh = tracker.get(winner.number)
+        marker = dict(fresh.marker or winner.marker)
+        merged = [int(n) for n in marker.get("merged", []) if isinstance(n, int)]
+        if loser.number in merged:
+            break
         marker["hits"] = int(marker.get("hits", 0)) + int(loser.marker.get("hits", 0))
         for key, pick in (("first", min), ("last", max)):
             values = [str(v) for v in (marker.get(key), loser.marker.get(key)) if v]
             if values:
                 marker[key] = pick(values)
         marker["merged"] = [*merged, loser.number]
-        fresh = tracker.update(fresh, marker)
+        tracker.update(fresh, marker)
+        added = True
+    else:
+        raise GitHubError(f"could not record #{loser.number} as merged into #{winner.number}")
+    if added:
         tracker.comment(
-            fresh.number,
+            winner.number,
             f"Also flaked in {ctx.describe()}: that job filed #{loser.number} at the same "
             f"moment, now closed as a duplicate; its {int(loser.marker.get('hits', 0))} "
             "hit(s) are counted here.\n",

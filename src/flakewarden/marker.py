@@ -5,8 +5,8 @@
 It is one line of JSON inside an HTML comment, so it survives any edit a human
 makes around it. Other features add keys (``verdict``, ``verdict_at``,
 ``quarantined_at``, ``runs``, ``failures``); a rewrite keeps every key it does
-not know. ``<``, ``>`` and ``&`` are written as JSON ``\\u`` escapes, so no test
-id can close the comment early.
+not know. ``<``, ``>``, ``&`` and ``@`` are written as JSON ``\\u`` escapes, so
+no test id can close the comment early or mention anyone.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ _LINE = re.compile(r"^[ \t]*<!-- flakewarden: (\{.*\}) -->[ \t]*$", re.MULTILINE
 def format_marker(data: dict[str, Any]) -> str:
     """The marker line for ``data`` (no newline)."""
     text = json.dumps(data, ensure_ascii=True, separators=(", ", ": "))
-    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    for char in "<>&@":  # no comment end, no tag, no mention, even for a naive reader
+        text = text.replace(char, f"\\u{ord(char):04x}")
     return PREFIX + text + SUFFIX
 
 

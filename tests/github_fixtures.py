@@ -1,0 +1,110 @@
+"""Shared pieces for the GitHub tests: a checked emulator, clients that never really sleep."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+from github_emulator import GitHubEmulator
+
+from flakewarden.github_api import GitHubClient
+from flakewarden.model import (
+    Attempt,
+    AttemptOutcome,
+    AttemptResult,
+    Outcome,
+    RunReport,
+    TestResult,
+)
+
+
+class FakeSleep:
+    """Records every wait instead of waiting."""
+
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)
+
+
+def checked_emulator() -> Iterator[GitHubEmulator]:
+    """An emulator whose every exchange must match GitHub's schemas (a fixture body)."""
+    with GitHubEmulator() as emu:
+        yield emu
+    assert emu.schema_errors == []
+
+
+def make_client(
+    emu: GitHubEmulator, sleep: Optional[FakeSleep] = None, **kwargs: Any
+) -> GitHubClient:
+    kwargs.setdefault("timeout", (2.0, 5.0))
+    return GitHubClient(emu.token, api_url=emu.url, sleep=sleep or FakeSleep(), **kwargs)
+
+
+def flaky(
+    test_id: str,
+    failures: int = 1,
+    message: str = "AssertionError: assert 1 == 2",
+    longrepr: Optional[str] = None,
+) -> TestResult:
+    """A test that failed ``failures`` times, then passed."""
+    attempts = [
+        AttemptResult(
+            attempt=n + 1,
+            outcome=AttemptOutcome.FAILED,
+            duration=0.25,
+            phase="call",
+            message=message,
+            longrepr=longrepr
+            if longrepr is not None
+            else f"def test():\n>   assert 1 == 2\nE   {message}",
+        )
+        for n in range(failures)
+    ]
+    attempts.append(
+        AttemptResult(attempt=failures + 1, outcome=AttemptOutcome.PASSED, duration=0.2)
+    )
+    return TestResult(
+        id=test_id, file="tests/test_x.py", line=3, outcome=Outcome.FLAKY, attempts=attempts
+    )
+
+
+def passed(test_id: str) -> TestResult:
+    return TestResult(
+        id=test_id,
+        file="tests/test_x.py",
+        line=10,
+        outcome=Outcome.PASSED,
+        attempts=[AttemptResult(attempt=1, outcome=AttemptOutcome.PASSED, duration=0.1)],
+    )
+
+
+def write_report(directory: Path, tests: list[TestResult]) -> Path:
+    report = RunReport(
+        command=["python", "-m", "pytest"],
+        rootdir=str(directory),
+        tests=tests,
+        attempts=[Attempt(number=1, command=["python", "-m", "pytest"], reason="first run")],
+        order=[t.id for t in tests],
+        exit_code=0,
+        started_at="2024-05-01T12:00:00Z",
+        finished_at="2024-05-01T12:01:00Z",
+        duration=60.0,
+        version="0.1.0",
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "report.json").write_text(json.dumps(report.to_json()), encoding="utf-8")
+    return directory
+
+
+ACTIONS_ENV = {
+    "GITHUB_REPOSITORY": "octo-org/octo-repo",
+    "GITHUB_SERVER_URL": "https://github.com",
+    "GITHUB_RUN_ID": "4242",
+    "GITHUB_RUN_ATTEMPT": "1",
+    "GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567",
+    "GITHUB_REF_NAME": "main",
+}

@@ -791,3 +791,66 @@ def test_file_issues_defaults_on_for_push_and_schedule_only(
     runner = Runner(tmp_path)
     runner.event_name = event
     assert runner.inputs({})["file-issues"] == expected
+
+
+# -- flake issues --------------------------------------------------------------------
+
+
+def test_flake_issues_are_filed_on_push_with_the_token_kept_out_of_the_tests(
+    runner: Runner,
+) -> None:
+    from github_emulator import GitHubEmulator
+
+    make_project(runner.workspace)
+    with GitHubEmulator() as github:
+        runner.extra_env.update(
+            {
+                "GITHUB_API_URL": github.url,
+                "GITHUB_REPOSITORY": github.full_name,
+                "GITHUB_SERVER_URL": "https://github.example",
+                "GITHUB_RUN_ID": "42",
+            }
+        )
+        run = runner.run({"working-directory": "project", "github-token": github.token})
+        titles = sorted(issue["title"] for issue in github.issues.values())
+    assert run.step("run").returncode == 0
+    issues = run.step("issues")
+    assert issues.returncode == 0, issues.stdout + issues.stderr
+    assert titles == [
+        "flake: tests/test_flaky.py::test_hostile[::error::pwn,a:b%0A]",
+        "flake: tests/test_flaky.py::test_sometimes",
+    ]
+    assert run.step("run").env.get("GITHUB_TOKEN") is None
+    for step in run.steps:
+        assert github.token not in step.stdout + step.stderr + step.summary
+
+
+@pytest.mark.parametrize(
+    ("event", "given", "runs"),
+    [
+        ("pull_request", {}, False),
+        ("push", {"file-issues": "false"}, False),
+        ("pull_request", {"file-issues": "true"}, True),
+    ],
+)
+def test_flake_issues_follow_the_input(
+    runner: Runner, event: str, given: dict[str, str], runs: bool
+) -> None:
+    make_project(runner.workspace)
+    runner.event_name = event
+    run = runner.run({"working-directory": "project", **given})
+    assert run.step("issues").condition is runs
+    if runs:
+        # No repository in this simulated job: one warning, and the job stays green.
+        assert run.step("issues").returncode == 0
+        [(name, _, _)] = workflow_commands(run.step("issues").stdout)
+        assert name == "warning"
+
+
+def test_no_flake_issues_step_when_nothing_was_flaky(runner: Runner) -> None:
+    project = runner.workspace / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_ok.py").write_text("def test_ok():\n    pass\n", encoding="utf-8")
+    run = runner.run({"working-directory": "project"})
+    assert run.outputs["outcome"] == "passed"
+    assert run.step("issues").condition is False

@@ -24,6 +24,10 @@ LABEL_COLOR = "5319e7"
 LABEL_DESCRIPTION = "The rolling ranking of flaky tests, rewritten by flakewarden digest"
 START = "<!-- flakewarden-digest:start -->"
 END = "<!-- flakewarden-digest:end -->"
+NOTE = (
+    "<sub>Rewritten by `flakewarden digest`. Text outside this ranking, and every comment, "
+    "stays as you leave it.</sub>"
+)
 TABLE_ROWS = 100
 CHART_BARS = 10
 
@@ -149,7 +153,7 @@ def render(repository: str, entries: list[Entry], now: dt.datetime) -> str:
         "",
     ]
     if not entries:
-        lines += ["No open flaky-test issues. :tada:", "", END]
+        lines += ["No open flaky-test issues. :tada:", "", NOTE, END]
         return "\n".join(lines)
     figure = chart(entries)
     if figure:
@@ -166,7 +170,7 @@ def render(repository: str, entries: list[Entry], now: dt.datetime) -> str:
     for rank, entry in enumerate(entries[:TABLE_ROWS], start=1):
         row = [
             str(rank),
-            md.code(md.clip(entry.test_id, 200)),
+            md.table_code(md.clip(entry.test_id, 200)),
             str(entry.hits),
             md.escape(entry.last[:10]) or "?",
             _age(entry.first, now),
@@ -183,7 +187,7 @@ def render(repository: str, entries: list[Entry], now: dt.datetime) -> str:
             "",
             f"…and {len(rest)} more open flaky-test issues with {sum(e.hits for e in rest)} hits.",
         ]
-    lines += ["", END]
+    lines += ["", NOTE, END]
     return "\n".join(lines)
 
 
@@ -194,10 +198,7 @@ def replace_region(body: Optional[str], region: str) -> str:
     end = body.find(END, start + len(START)) if start >= 0 else -1
     if start >= 0 and end >= 0:
         return body[:start] + region + body[end + len(END) :]
-    notes = (
-        "\n\n---\n_Comments and notes below stay: flakewarden rewrites only the ranking above._\n"
-    )
-    return region + (("\n\n" + body) if body.strip() else notes)
+    return region + (("\n\n" + body) if body.strip() else "\n")
 
 
 @dataclasses.dataclass

@@ -67,13 +67,19 @@ def clip(text: str, limit: int, where: str = "characters") -> str:
     """At most ``limit`` characters of ``text``, ending with a note when cut."""
     if len(text) <= limit:
         return text
-    note = f"\n… cut: {len(text) - limit:,} more {where} not shown"
-    return text[: max(0, limit - len(note))] + note
+    # The longest the note can be, so the stated count is exactly what was cut.
+    keep = max(0, limit - len(f"\n… cut: {len(text):,} more {where} not shown"))
+    return text[:keep] + f"\n… cut: {len(text) - keep:,} more {where} not shown"
 
 
 def table_cell(text: str) -> str:
     """Escaped text safe inside a table cell (``|`` is escaped, newlines joined)."""
     return escape(text)
+
+
+def table_code(text: str) -> str:
+    """A code span inside a table cell: GFM splits cells at ``|`` even inside code."""
+    return code(text).replace("|", "\\|")
 
 
 def link(text: str, url: str) -> str:

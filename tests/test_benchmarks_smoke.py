@@ -1,0 +1,43 @@
+"""The benchmarks run end to end at a tiny size; their figures are measured, never asserted."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+_LEAKY_ENV = ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID", "COVERAGE_FILE")
+
+
+@pytest.mark.parametrize(
+    ("script", "ratio_line"),
+    [
+        ("bench_run_overhead.py", "ratio flakewarden/pytest:"),
+        ("bench_reruns_vs_rerunfailures.py", "ratio flakewarden/rerunfailures:"),
+    ],
+)
+def test_benchmark_runs_at_a_tiny_size(script: str, ratio_line: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / script),
+            "--tests",
+            "6",
+            "--modules",
+            "2",
+            "--pairs",
+            "1",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ratio_line in done.stdout, done.stdout
+    assert "median s" in done.stdout, done.stdout

@@ -74,7 +74,8 @@ def warn(message: str) -> None:
     if os.environ.get("GITHUB_ACTIONS") == "true":
         escaped = line.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
         sys.stdout.write(f"::warning title=flakewarden issues::{escaped}\n")
-    sys.stderr.write(f"flakewarden: warning: {line}\n")
+    else:
+        sys.stderr.write(f"flakewarden: warning: {line}\n")
 
 
 def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from . import __version__
-from .commands import COMMANDS
+from .commands import COMMANDS, load
 from .errors import FlakewardenError
 from .model import ExitCode
 
@@ -25,7 +25,8 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(ExitCode.USAGE_ERROR)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that subcommand is imported and registered."""
     parser = _Parser(
         prog="flakewarden",
         description="Rerun only the failed tests in fresh processes and keep every flake visible.",
@@ -33,8 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"flakewarden {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
-    for command in COMMANDS:
-        command.register(subparsers)
+    for name in COMMANDS:
+        if only is None or name == only:
+            load(name).register(subparsers)
     return parser
 
 
@@ -49,7 +51,8 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ours, command = split_command(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    chosen = next((word for word in ours if not word.startswith("-")), None)
+    parser = build_parser(chosen if chosen in COMMANDS else None)
     try:
         args = parser.parse_args(ours)
     except SystemExit as exc:  # --help, --version, or a usage error

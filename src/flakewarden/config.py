@@ -12,8 +12,6 @@ import difflib
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import yaml
-
 from .errors import ConfigError
 
 DEFAULT_PATH = Path(".github") / "flakewarden.yml"
@@ -197,6 +195,8 @@ def load(path: Optional[Path], cwd: Path) -> Config:
         return Config()
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    import yaml  # only when there is a file to read
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

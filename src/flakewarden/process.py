@@ -133,9 +133,15 @@ def run_child(
         except PermissionError as exc:
             raise UsageError(f"command is not executable: {command[0]}") from exc
 
+        killer = threading.Timer(TERMINATE_GRACE_SECONDS, _stop_group, (child.pid, signal.SIGKILL))
+        killer.daemon = True
+
         def on_signal(signum: int, frame: object) -> None:
             received.append(signum)
             _stop_group(child.pid, signal.SIGTERM)
+            if len(received) == 1:
+                # A test that ignores SIGTERM is killed after the grace period.
+                killer.start()
 
         previous = _install_handlers(on_signal)
         assert child.stdout is not None
@@ -143,8 +149,10 @@ def run_child(
         pump = threading.Thread(target=_copy_stream, args=(child.stdout, sinks), daemon=True)
         pump.start()
         try:
-            exit_code = _wait(child, received)
+            # Signals interrupt the wait, run the handler, and the wait resumes.
+            exit_code = child.wait()
         finally:
+            killer.cancel()
             _restore_handlers(previous)
             pump.join(timeout=10)
             # Whatever the child left behind in its group goes too.
@@ -153,18 +161,6 @@ def run_child(
     if received:
         raise Interrupted(received[0])
     return ChildResult(exit_code, duration, False)
-
-
-def _wait(child: subprocess.Popen[bytes], received: list[int]) -> int:
-    deadline: Optional[float] = None
-    while True:
-        try:
-            return child.wait(timeout=0.2)
-        except subprocess.TimeoutExpired:
-            if received and deadline is None:
-                deadline = time.monotonic() + TERMINATE_GRACE_SECONDS
-            if deadline is not None and time.monotonic() > deadline:
-                _stop_group(child.pid, signal.SIGKILL)
 
 
 def _stop_group(pid: int, signum: int) -> None:

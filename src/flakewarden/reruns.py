@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Callable, Optional
 
-from . import __version__, coverage_merge, pytest_args
+from . import __version__, pytest_args
 from .errors import UsageError
 from .model import (
     Attempt,
@@ -269,7 +269,11 @@ def _attempt(
     else:
         say(f"attempt {number}: {' '.join(command)}")
     results_file = directory / "results.jsonl"
-    extra = coverage_merge.attempt_env(directory) if measure else None
+    extra = None
+    if measure:
+        from . import coverage_merge  # coverage.py is imported only when measuring
+
+        extra = coverage_merge.attempt_env(directory)
     env = plugin_env(plugin, results_file, select=select_file, extra=extra)
     attempt = Attempt(
         number=number,
@@ -364,7 +368,8 @@ def _last_line(log: Path) -> str:
 def _fold(state: _State, quarantined: frozenset[str]) -> list[TestResult]:
     """One ``TestResult`` per test, in run order, from every attempt's records."""
     tests = []
-    ordered = list(state.order) + [tid for tid in state.records if tid not in state.order]
+    in_order = set(state.order)
+    ordered = list(state.order) + [tid for tid in state.records if tid not in in_order]
     for test_id in ordered:
         runs = state.records.get(test_id)
         if not runs:
@@ -398,6 +403,8 @@ def _fold(state: _State, quarantined: frozenset[str]) -> list[TestResult]:
 def _merge_coverage(
     options: RunOptions, state: _State, fail_under: Optional[float]
 ) -> CoverageSummary:
+    from . import coverage_merge
+
     files: list[Path] = []
     missing = []
     for attempt in state.attempts:

@@ -3,12 +3,19 @@
 ``register`` adds the subparser and sets ``handler`` to a function taking the
 parsed namespace and returning an exit code. ``args.test_command`` holds what
 followed ``--`` on the command line.
+
+Modules are named here, not imported: the CLI imports only the subcommand it
+runs, so ``flakewarden run`` never pays for the GitHub client or the stress
+machinery.
 """
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
-from . import digest, issues, publish, run, stress
+COMMANDS: tuple[str, ...] = ("run", "publish", "issues", "digest", "stress")
 
-COMMANDS: list[ModuleType] = [run, publish, issues, digest, stress]
+
+def load(name: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{name}")

@@ -65,8 +65,12 @@ class Project:
         return path
 
     def env(self, extra: Optional[dict[str, str]] = None) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
-        env.pop("GITHUB_ACTIONS", None)
+        # A suite run inside GitHub Actions must not publish to the real job.
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in _LEAKY_ENV and not k.startswith(("GITHUB_", "RUNNER_"))
+        }
         env.update(extra or {})
         return env
 

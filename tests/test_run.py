@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -574,3 +575,50 @@ def test_demo_project_runs(tmp_path: Path) -> None:
         for t in json.loads((tmp_path / "broken" / "report.json").read_text())["tests"]
     }
     assert outcomes["tests/test_breakable.py::test_divide_by_two"] == "failed"
+
+
+def _runner_commands(stdout: str) -> list[str]:
+    """The workflow commands GitHub's runner would act on, honouring stop-commands."""
+    commands, stopped = [], None
+    for line in stdout.splitlines():
+        if stopped is not None:
+            if line.strip() == f"::{stopped}::":
+                stopped = None
+            continue
+        if line.startswith("::"):
+            name = line[2:].split("::", 1)[0].split(" ", 1)[0]
+            if name == "stop-commands":
+                stopped = line.split("::", 2)[2]
+                continue
+            commands.append(line)
+    return commands
+
+
+def test_test_output_cannot_emit_workflow_commands(project: Project, tmp_path: Path) -> None:
+    project.write(
+        "tests/test_hostile_output.py",
+        """
+        def test_prints_commands():
+            print("::stop-commands::mine")
+            print("::error file=x.py,line=1::pwned")
+            print("::add-mask::secret")
+        """,
+    )
+    project.write("tests/test_flaky.py", flaky_module("flaky"))
+    outputs = tmp_path / "outputs"
+    summary = tmp_path / "summary"
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_OUTPUT": str(outputs),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_WORKSPACE": str(project.root),
+    }
+    # The fixture strips GITHUB_* from the suite's own environment; add these back.
+    result = project.run(command=[*PYTEST, "-s"], env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "::error file=x.py,line=1::pwned" in result.stdout  # it was printed, as data
+    commands = _runner_commands(result.stdout)
+    assert not any("pwned" in c or "add-mask" in c for c in commands), commands
+    warnings = [c for c in commands if c.startswith("::warning ")]
+    assert len(warnings) == 1 and "Flaky test" in warnings[0]
+    assert re.search(r"^flaky<<(\S+)\n1\n\1$", outputs.read_text(), re.MULTILINE)

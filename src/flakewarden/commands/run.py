@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
 from pathlib import Path
 from typing import Optional, TypeVar
@@ -126,11 +127,21 @@ def run(args: argparse.Namespace) -> int:
         fail_on_flaky=_pick(args.fail_on_flaky, config.fail_on_flaky),
         echo=None if args.quiet else sys.stdout.buffer,
     )
+    on_actions = os.environ.get("GITHUB_ACTIONS") == "true"
+    fence = secrets.token_hex(16)
+    if on_actions and options.echo is not None:
+        # The tests' output is data: nothing it prints may act as a workflow command.
+        print(f"::stop-commands::{fence}")
     sys.stdout.flush()
-    report = run_attempts(options, say)
+    try:
+        report = run_attempts(options, say)
+    finally:
+        if on_actions and options.echo is not None:
+            sys.stdout.flush()
+            print(f"::{fence}::", flush=True)
     write_reports(report, report_dir, artifact_name=args.artifact_name)
     console_summary(report, shown_dir)
-    if os.environ.get("GITHUB_ACTIONS") == "true":
+    if on_actions:
         from .. import gha
 
         gha.publish(report, report_dir, artifact_name=args.artifact_name)

@@ -338,7 +338,11 @@ def test_collection_error(project: Project) -> None:
     last = result.stderr.strip().splitlines()[-1]
     assert "collection error in tests/test_broken.py" in last
     assert "no_such_module_anywhere" in last
-    assert len(result.report["attempts"]) == 1  # collection errors are not rerun
+    attempts = result.report["attempts"]
+    assert len(attempts) == 1  # collection errors are not rerun
+    assert attempts[0]["collection_errors"] == [
+        "tests/test_broken.py: ModuleNotFoundError: No module named 'no_such_module_anywhere'"
+    ]
 
 
 def test_no_tests_collected(project: Project) -> None:

@@ -291,7 +291,9 @@ def _attempt(
         # Even an interrupted attempt keeps the records it wrote.
         results = read_results(results_file)
         state.add(number, results)
-        attempt.collection_errors = [cid for cid, _ in results.collect_errors]
+        attempt.collection_errors = [
+            f"{cid or '.'}: {first_line(text)}" for cid, text in results.collect_errors
+        ]
     attempt.exit_code = child.exit_code
     attempt.duration = child.duration
     _check_session(results, attempt, state, number)

@@ -14,9 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, NamedTuple, Optional
 
-from actions_toolkit.command import Command  # type: ignore[import-untyped]
-from actions_toolkit.file_command import prepare_key_value_message  # type: ignore[import-untyped]
-
 from .model import Outcome, RunReport, TestResult
 
 #: GitHub drops silently what a step emits beyond 10 errors, 10 warnings and 10 notices.
@@ -202,6 +199,9 @@ def format_command(annotation: Annotation) -> str:
     ``notice`` would also write an empty value for every unset property
     (``endLine=,col=``), so its ``Command`` is given only the properties we set.
     """
+    # Imported here: the summary uses this module's planning on every run, even off GitHub.
+    from actions_toolkit.command import Command  # type: ignore[import-untyped]
+
     return str(Command(annotation.kind, command_properties(annotation), annotation.message))
 
 
@@ -218,6 +218,10 @@ def write_outputs(outputs: Mapping[str, str], env: Optional[Mapping[str, str]] =
     path = (os.environ if env is None else env).get("GITHUB_OUTPUT")
     if not path:
         return
+    from actions_toolkit.file_command import (  # type: ignore[import-untyped]
+        prepare_key_value_message,
+    )
+
     with open(path, "a", encoding="utf-8", newline="") as handle:
         for name, value in outputs.items():
             handle.write(prepare_key_value_message(name, value) + "\n")

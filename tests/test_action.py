@@ -22,6 +22,7 @@ from typing import Any, Optional, Union
 
 import pytest
 import yaml
+from workflow_commands import parse_commands
 
 REPO = Path(__file__).resolve().parents[1]
 ACTION = REPO / "action.yml"
@@ -412,39 +413,6 @@ class Runner:
         return ActionRun(runs, outputs, self.github_env.read_text(encoding="utf-8"))
 
 
-# -- the runner's workflow-command parser (see test_gha.py for the full statement) ---------
-
-_COMMANDS = {"add-mask", "debug", "error", "notice", "warning", "set-output", "stop-commands"}
-
-
-def _unescape(text: str, prop: bool) -> str:
-    text = text.replace("%0D", "\r").replace("%0A", "\n")
-    if prop:
-        text = text.replace("%3A", ":").replace("%2C", ",")
-    return text.replace("%25", "%")
-
-
-def workflow_commands(stdout: str) -> list[tuple[str, dict[str, str], str]]:
-    found = []
-    for line in re.split(r"\r\n|\r|\n", stdout):
-        text = line.lstrip()
-        if not text.startswith("::"):
-            continue
-        end = text.find("::", 2)
-        if end < 0:
-            continue
-        name, _, props = text[2:end].partition(" ")
-        if name not in _COMMANDS:
-            continue
-        properties = {}
-        for item in props.strip().split(","):
-            pair = [p for p in item.split("=", 1) if p]
-            if len(pair) == 2:
-                properties[pair[0]] = _unescape(pair[1], True)
-        found.append((name, properties, _unescape(text[end + 2 :], False)))
-    return found
-
-
 # -- the project under test --------------------------------------------------------
 
 FLAKY_TESTS = """
@@ -523,7 +491,7 @@ def assert_flaky_run(runner: Runner, run: ActionRun, project: Path) -> None:
         "coverage": "",
     }
     test_file = project / "tests" / "test_flaky.py"
-    commands = workflow_commands(step.stdout)
+    commands = parse_commands(step.stdout)
     # Exactly our two warnings: the hostile id in the test output emitted nothing of its own.
     assert [(name, props) for name, props, _ in commands] == [
         (
@@ -609,7 +577,7 @@ def test_failing_suite_is_red_and_still_ships_evidence(runner: Runner) -> None:
     assert run.outputs["outcome"] == "failed"
     assert run.outputs["failed"] == "1"
     assert run.outputs["flaky"] == "2"
-    errors = [c for c in workflow_commands(step.stdout) if c[0] == "error"]
+    errors = [c for c in parse_commands(step.stdout) if c[0] == "error"]
     assert [props["title"] for _, props, _ in errors] == [
         "Failed test: tests/test_broken.py::test_broken"
     ]
@@ -626,7 +594,7 @@ def test_fail_on_flaky_turns_the_step_red(runner: Runner) -> None:
     run = runner.run({"working-directory": "project", "fail-on-flaky": "true"})
     assert run.step("run").returncode == 1
     assert run.outputs["flaky"] == "2"
-    assert len(workflow_commands(run.step("run").stdout)) == 2
+    assert len(parse_commands(run.step("run").stdout)) == 2
 
 
 def test_command_is_split_like_a_shell_but_never_run_by_one(runner: Runner) -> None:
@@ -673,7 +641,7 @@ def test_usage_errors_still_write_outputs(
     assert run.outputs["flaky"] == "0"
     assert run.outputs["report-dir"] != ""
     if message:
-        [(name, _, data)] = workflow_commands(step.stdout)
+        [(name, _, data)] = parse_commands(step.stdout)
         assert name == "error"
         assert message in data
 
@@ -843,7 +811,7 @@ def test_flake_issues_follow_the_input(
     if runs:
         # No repository in this simulated job: one warning, and the job stays green.
         assert run.step("issues").returncode == 0
-        [(name, _, _)] = workflow_commands(run.step("issues").stdout)
+        [(name, _, _)] = parse_commands(run.step("issues").stdout)
         assert name == "warning"
 
 

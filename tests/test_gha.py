@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import subprocess
 import sys
 import uuid
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
+from workflow_commands import parse_commands, runner_lines
 
 from flakewarden import gha
 from flakewarden.model import (
@@ -24,83 +24,6 @@ from flakewarden.model import (
     RunReport,
     TestResult,
 )
-
-# -- the runner's parser (actions/runner ActionCommand.TryParseV2), re-stated ---
-
-RUNNER_COMMANDS = {
-    "add-mask",
-    "add-matcher",
-    "add-path",
-    "debug",
-    "echo",
-    "endgroup",
-    "error",
-    "group",
-    "notice",
-    "remove-matcher",
-    "save-state",
-    "set-env",
-    "set-output",
-    "stop-commands",
-    "warning",
-}
-
-
-def runner_lines(stdout: str) -> list[str]:
-    """Lines as the runner reads a process's output: split on CR, LF or CRLF only."""
-    return re.split(r"\r\n|\r|\n", stdout)
-
-
-def _unescape_data(text: str) -> str:
-    return text.replace("%0D", "\r").replace("%0A", "\n").replace("%25", "%")
-
-
-def _unescape_property(text: str) -> str:
-    return (
-        text.replace("%0D", "\r")
-        .replace("%0A", "\n")
-        .replace("%3A", ":")
-        .replace("%2C", ",")
-        .replace("%25", "%")
-    )
-
-
-def parse_command(line: str) -> Optional[tuple[str, dict[str, str], str]]:
-    """One workflow command from one line, or None; both v2 (``::``) and legacy ``##[`` forms."""
-    text = line.lstrip()
-    if text.startswith("::"):
-        end = text.find("::", 2)
-        if end >= 0:
-            info = text[2:end]
-            name, _, props = info.partition(" ")
-            if name in RUNNER_COMMANDS:
-                properties: dict[str, str] = {}
-                for item in props.strip().split(","):
-                    if not item:
-                        continue
-                    pair = [p for p in item.split("=", 1) if p]
-                    if len(pair) == 2:
-                        properties[pair[0]] = _unescape_property(pair[1])
-                return name, properties, _unescape_data(text[end + 2 :])
-    # The legacy form is found anywhere in a line.
-    start = line.find("##[")
-    if start >= 0:
-        close = line.find("]", start)
-        if close >= 0:
-            name = line[start + 3 : close].split(" ", 1)[0]
-            if name in RUNNER_COMMANDS:
-                return name, {}, line[close + 1 :]
-    return None
-
-
-def parse_commands(stdout: str) -> list[tuple[str, dict[str, str], str]]:
-    found = []
-    for line in runner_lines(stdout):
-        command = parse_command(line)
-        if command is not None:
-            found.append(command)
-    return found
-
 
 # -- report builders -----------------------------------------------------------
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PYTEST, PYTHON, Project, flaky_module
+from workflow_commands import parse_commands
 
 
 def test_flaky_test_is_rerun_alone_and_reported(project: Project) -> None:
@@ -581,23 +582,6 @@ def test_demo_project_runs(tmp_path: Path) -> None:
     assert outcomes["tests/test_breakable.py::test_divide_by_two"] == "failed"
 
 
-def _runner_commands(stdout: str) -> list[str]:
-    """The workflow commands GitHub's runner would act on, honouring stop-commands."""
-    commands, stopped = [], None
-    for line in stdout.splitlines():
-        if stopped is not None:
-            if line.strip() == f"::{stopped}::":
-                stopped = None
-            continue
-        if line.startswith("::"):
-            name = line[2:].split("::", 1)[0].split(" ", 1)[0]
-            if name == "stop-commands":
-                stopped = line.split("::", 2)[2]
-                continue
-            commands.append(line)
-    return commands
-
-
 def test_test_output_cannot_emit_workflow_commands(project: Project, tmp_path: Path) -> None:
     project.write(
         "tests/test_hostile_output.py",
@@ -621,8 +605,7 @@ def test_test_output_cannot_emit_workflow_commands(project: Project, tmp_path: P
     result = project.run(command=[*PYTEST, "-s"], env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "::error file=x.py,line=1::pwned" in result.stdout  # it was printed, as data
-    commands = _runner_commands(result.stdout)
-    assert not any("pwned" in c or "add-mask" in c for c in commands), commands
-    warnings = [c for c in commands if c.startswith("::warning ")]
-    assert len(warnings) == 1 and "Flaky test" in warnings[0]
+    commands = parse_commands(result.stdout)
+    assert [name for name, _, _ in commands] == ["warning"], commands
+    assert commands[0][1]["title"] == "Flaky test: tests/test_flaky.py::test_flaky"
     assert re.search(r"^flaky<<(\S+)\n1\n\1$", outputs.read_text(), re.MULTILINE)

@@ -21,7 +21,7 @@ from . import markdown as md
 from .errors import GitHubError
 from .github_api import GitHubClient, GitHubRequestError
 from .marker import format_marker, read_marker, replace_marker
-from .model import TestResult
+from .model import Outcome, TestResult
 
 LABEL = "flaky-test"
 LABEL_COLOR = "d93f0b"
@@ -444,3 +444,59 @@ def _dedup(
             if filed.test_id == test_id and filed.number == mine.number:
                 filed.action, filed.number = "merged", winner_number
                 filed.url, filed.hits = numbers[winner_number].html_url, hits
+
+
+# -- quarantined tests -----------------------------------------------------------
+
+
+@dataclasses.dataclass
+class QuarantineCount:
+    counted: set[str] = dataclasses.field(default_factory=set)
+    errors: list[str] = dataclasses.field(default_factory=list)
+    stopped: bool = False  # every further request would fail the same way
+
+
+def count_quarantined(
+    client: GitHubClient,
+    repository: str,
+    tests: Iterable[TestResult],
+    now: Optional[dt.datetime] = None,
+) -> QuarantineCount:
+    """Count this run of every quarantined test in its marker, passes included.
+
+    Release is decided from these counts (``runs``, ``failures``, ``recent``), so a
+    pass is data too. A quarantined test that flaked bumps ``hits`` and ``last``
+    but gets no comment: its issue already says it flakes. The caller files
+    issues for the flaky tests not ``counted`` here; never raises ``GitHubError``.
+    """
+    from .quarantine import count_outcome, quarantined_issues
+
+    now = now or dt.datetime.now(dt.timezone.utc)
+    tracker = FlakeTracker(client, repository)
+    result = QuarantineCount()
+    try:
+        listed = quarantined_issues(tracker)
+    except GitHubError as exc:
+        result.errors.append(f"listing quarantined tests: {exc}")
+        result.stopped = isinstance(exc, GitHubRequestError) and exc.status in _STOP_STATUSES
+        return result
+    by_id = {str(issue.marker["id"]): issue for issue, _ in listed}
+    for test in tests:
+        issue = by_id.get(test.id)
+        if issue is None or test.outcome is Outcome.SKIPPED or not test.attempts:
+            continue
+        try:
+            fresh = tracker.get(issue.number)
+            marker = {**issue.marker, **fresh.marker}
+            count_outcome(marker, failed=test.outcome is not Outcome.PASSED)
+            if test.outcome is Outcome.FLAKY:
+                marker.update(hits=int(marker.get("hits", 0)) + 1, last=iso(now))
+            tracker.update(fresh, marker)
+        except GitHubError as exc:
+            result.errors.append(f"{test.id}: counting its quarantined run: {exc}")
+            if isinstance(exc, GitHubRequestError) and exc.status in _STOP_STATUSES:
+                result.stopped = True
+                break
+            continue
+        result.counted.add(test.id)
+    return result

@@ -14,7 +14,16 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-COMMANDS: tuple[str, ...] = ("run", "publish", "issues", "digest", "stress")
+COMMANDS: tuple[str, ...] = (
+    "run",
+    "publish",
+    "issues",
+    "digest",
+    "stress",
+    "quarantine",
+    "release",
+    "reevaluate",
+)
 
 
 def load(name: str) -> ModuleType:

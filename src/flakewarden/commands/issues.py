@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..errors import GitHubError, ReportError
-from ..flake_issues import RunContext, file_flakes
+from ..flake_issues import FilingResult, RunContext, count_quarantined, file_flakes
 from ..github_api import GitHubClient
 from ..model import ExitCode, Outcome, RunReport
 
@@ -87,11 +87,12 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
             f"({len(test.failures)}/{len(test.attempts)} attempts failed, then passed)\n"
         )
     sys.stdout.flush()
-    if not flaky:
-        sys.stdout.write("flakewarden: no flaky tests in report.json; no issues to file\n")
-        return int(ExitCode.OK)
     ctx = RunContext.from_env()
     repository = args.repository or ctx.repository
+    if not flaky:
+        sys.stdout.write("flakewarden: no flaky tests in report.json; no issues to file\n")
+        if not (repository and (args.token or os.environ.get("GITHUB_TOKEN"))):
+            return int(ExitCode.OK)  # quarantined runs are counted only where GitHub is set up
     if not repository or repository.count("/") != 1:
         warn(
             f"flake issues not filed for {len(flaky)} flaky tests: no repository; "
@@ -105,7 +106,13 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         warn(f"flake issues not filed for {len(flaky)} flaky tests: {exc}")
         return int(ExitCode.OK)
     try:
-        result = file_flakes(client, repository, flaky, ctx)
+        counting = count_quarantined(client, repository, report.tests)
+        rest = [t for t in flaky if t.id not in counting.counted]
+        if counting.stopped:
+            result = FilingResult(errors=counting.errors, not_filed=[t.id for t in rest])
+        else:
+            result = file_flakes(client, repository, rest, ctx) if rest else FilingResult()
+            result.errors[:0] = counting.errors
     except Exception as exc:  # fail-open: bookkeeping never turns a build red
         warn(
             f"flake issues not filed: unexpected {type(exc).__name__}: {exc}; "
@@ -114,6 +121,10 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         return int(ExitCode.OK)
     finally:
         client.close()
+    if counting.counted:
+        sys.stdout.write(
+            f"flakewarden: counted this run of {len(counting.counted)} quarantined test(s)\n"
+        )
     for filed in result.filed:
         what = {
             "created": "opened",

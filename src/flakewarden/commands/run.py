@@ -85,6 +85,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="configuration file (default .github/flakewarden.yml when present)",
     )
     parser.add_argument(
+        "--quarantine-from-github",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="read the quarantined tests (open issues labelled flaky-test and quarantined) "
+        "before the first attempt (default: on when GITHUB_TOKEN and GITHUB_REPOSITORY are "
+        "set and no --quarantined-file is given)",
+    )
+    parser.add_argument(
+        "--quarantined-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="quarantined test ids, offline: a JSON list or one id per line",
+    )
+    parser.add_argument(
         "--artifact-name", default=None, help="the artifact name the summary mentions"
     )
     parser.add_argument(
@@ -125,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         coverage=args.coverage,
         cov_fail_under=_pick(args.cov_fail_under, config.cov_fail_under),
         fail_on_flaky=_pick(args.fail_on_flaky, config.fail_on_flaky),
+        quarantined=quarantined_set(args),
         echo=None if args.quiet else sys.stdout.buffer,
     )
     on_actions = os.environ.get("GITHUB_ACTIONS") == "true"
@@ -146,6 +162,36 @@ def run(args: argparse.Namespace) -> int:
 
         gha.publish(report, report_dir, artifact_name=args.artifact_name)
     return report.exit_code
+
+
+def quarantined_set(args: argparse.Namespace) -> frozenset[str]:
+    """The tests whose failures do not fail this run; none when the set cannot be read."""
+    found: frozenset[str] = frozenset()
+    if args.quarantined_file is not None:
+        from ..quarantine import read_quarantined_file
+
+        found = read_quarantined_file(args.quarantined_file)
+    token, repository = os.environ.get("GITHUB_TOKEN"), os.environ.get("GITHUB_REPOSITORY")
+    use_github = args.quarantine_from_github
+    if use_github is None:
+        use_github = bool(token and repository) and args.quarantined_file is None
+    if use_github:
+        from ..errors import GitHubError
+        from ..quarantine import fetch_quarantined_set, warn
+
+        try:
+            if not repository or repository.count("/") != 1:
+                raise GitHubError("GITHUB_REPOSITORY is not set to owner/repo")
+            found |= fetch_quarantined_set(repository)
+        except GitHubError as exc:
+            warn(
+                f"cannot read the quarantined tests from GitHub ({exc}); "
+                "no test is treated as quarantined in this run"
+            )
+            return frozenset()
+    if found:
+        say(f"{len(found)} quarantined test(s): they run, and their failures do not fail the job")
+    return found
 
 
 def console_summary(report: RunReport, shown_dir: Path) -> None:

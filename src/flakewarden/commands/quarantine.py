@@ -1,0 +1,188 @@
+"""``flakewarden quarantine``, ``release`` and ``reevaluate``: quarantine under policy.
+
+Unlike ``flakewarden issues`` these are deliberate actions, so a GitHub failure
+is an error with a non-zero exit code, and a refusal exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from ..config import Config, load
+from ..errors import UsageError
+from ..model import ExitCode
+from .issues import add_github_options
+
+DEFAULT_RACE_FILE = Config().known_race_patterns
+
+
+def _common(parser: argparse.ArgumentParser, config: bool = True) -> None:
+    if config:
+        parser.add_argument(
+            "--config",
+            type=Path,
+            default=None,
+            help="configuration file (default .github/flakewarden.yml when present)",
+        )
+    add_github_options(parser)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "quarantine",
+        help="label a flaky test's issue `quarantined`, only when the policy allows it",
+        description=(
+            "Check the quarantine policy (hits, a recent stress verdict the policy allows, "
+            "not a known race) and label the test's flake issue `quarantined`; otherwise "
+            "print every unmet condition, comment the refusal on the issue and exit 1."
+        ),
+    )
+    parser.add_argument("test_id", metavar="TEST_ID", help="the pytest node id")
+    parser.add_argument("--reason", default="", help="why, recorded in the comment and marker")
+    _common(parser)
+    parser.set_defaults(handler=run_quarantine)
+
+
+def register_release(subparsers: Any) -> None:
+    """Registered by ``commands/release.py`` (the CLI imports one module per subcommand)."""
+    parser = subparsers.add_parser(
+        "release",
+        help="remove the `quarantined` label from a test's issue, with a comment",
+        description="Release a quarantined test: its failures fail the build again.",
+    )
+    parser.add_argument("test_id", metavar="TEST_ID", help="the pytest node id")
+    parser.add_argument("--reason", default="", help="why, recorded in the comment and marker")
+    _common(parser, config=False)
+    parser.set_defaults(handler=run_release)
+
+
+def register_reevaluate(subparsers: Any) -> None:
+    """Registered by ``commands/reevaluate.py``."""
+    parser = subparsers.add_parser(
+        "reevaluate",
+        help="propose releases by hysteresis and escalate old quarantines",
+        description=(
+            "For each quarantined test: propose release to its owner when the recent failure "
+            "rate is below exit_failure_rate over at least min_runs_to_release runs; label "
+            "flake-escalated past max_days. Each happens once; nothing is released here."
+        ),
+    )
+    _common(parser)
+    parser.set_defaults(handler=run_reevaluate)
+
+
+def _repository(args: argparse.Namespace) -> str:
+    repository = str(args.repository or os.environ.get("GITHUB_REPOSITORY", ""))
+    if not repository or repository.count("/") != 1:
+        raise UsageError("no repository: set GITHUB_REPOSITORY=owner/repo or pass --repository")
+    return repository
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def run_quarantine(args: argparse.Namespace) -> int:
+    cwd = Path.cwd()
+    config = load(args.config, cwd)  # a config error exits 4 before anything is touched
+    repository = _repository(args)
+    from .. import quarantine as q
+    from ..flake_issues import FlakeTracker, RunContext
+    from ..github_api import GitHubClient
+
+    race_path = Path(config.known_race_patterns)
+    if not race_path.is_absolute():
+        race_path = cwd / race_path
+    explicit = config.known_race_patterns != DEFAULT_RACE_FILE
+    races, race_problem = q.read_race_patterns(race_path, explicit)
+    ctx = RunContext.from_env()
+    client = GitHubClient.from_env(args.token)
+    try:
+        target, unmet = q.quarantine(
+            FlakeTracker(client, repository),
+            args.test_id,
+            config.quarantine_policy,
+            races,
+            race_problem,
+            args.reason,
+            ctx,
+            _now(),
+            config.known_race_patterns,
+        )
+    finally:
+        client.close()
+    url = target.issue.html_url
+    if unmet:
+        sys.stdout.write(f"flakewarden: quarantine of {args.test_id} refused:\n")
+        for condition in unmet:
+            head, _, detail = condition.partition("\n")
+            sys.stdout.write(f"  - {head}\n")
+            for line in detail.splitlines():
+                sys.stdout.write(f"      {line}\n")
+        sys.stdout.write(f"flakewarden: the refusal is recorded on #{target.issue.number} {url}\n")
+        return int(ExitCode.TESTS_FAILED)
+    since = target.issue.marker.get("quarantined_at")
+    if q.QUARANTINED in target.labels:
+        sys.stdout.write(
+            f"flakewarden: {args.test_id} is already quarantined "
+            f"(since {since or 'an unknown date'}) #{target.issue.number} {url}\n"
+        )
+    else:
+        sys.stdout.write(f"flakewarden: quarantined {args.test_id}: #{target.issue.number} {url}\n")
+    return int(ExitCode.OK)
+
+
+def run_release(args: argparse.Namespace) -> int:
+    repository = _repository(args)
+    from .. import quarantine as q
+    from ..flake_issues import FlakeTracker, RunContext
+    from ..github_api import GitHubClient
+
+    client = GitHubClient.from_env(args.token)
+    try:
+        target = q.release(
+            FlakeTracker(client, repository),
+            args.test_id,
+            args.reason,
+            RunContext.from_env(),
+            _now(),
+        )
+    finally:
+        client.close()
+    sys.stdout.write(
+        f"flakewarden: released {args.test_id} from quarantine: "
+        f"#{target.issue.number} {target.issue.html_url}\n"
+    )
+    return int(ExitCode.OK)
+
+
+def run_reevaluate(args: argparse.Namespace, client: Optional[Any] = None) -> int:
+    config = load(args.config, Path.cwd())
+    repository = _repository(args)
+    from .. import quarantine as q
+    from ..flake_issues import FlakeTracker, RunContext
+    from ..github_api import GitHubClient
+
+    client = client or GitHubClient.from_env(args.token)
+    try:
+        results = q.reevaluate(
+            FlakeTracker(client, repository),
+            config.quarantine_policy,
+            RunContext.from_env(),
+            _now(),
+        )
+    finally:
+        client.close()
+    for result in results:
+        done = ", ".join(result.actions) or "no change"
+        sys.stdout.write(
+            f"flakewarden: {result.test_id} (#{result.number}): {result.failures} failures in "
+            f"{result.runs} recent runs: {done}\n"
+        )
+    sys.stdout.write(f"flakewarden: {len(results)} quarantined tests reevaluated\n")
+    return int(ExitCode.OK)

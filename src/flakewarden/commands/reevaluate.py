@@ -1,0 +1,7 @@
+"""``flakewarden reevaluate``: release proposals and escalations; lives with ``quarantine``."""
+
+from __future__ import annotations
+
+from .quarantine import register_reevaluate as register
+
+__all__ = ["register"]

@@ -1,0 +1,7 @@
+"""``flakewarden release TEST_ID [--reason TEXT]``; lives with ``quarantine``."""
+
+from __future__ import annotations
+
+from .quarantine import register_release as register
+
+__all__ = ["register"]

@@ -7,6 +7,7 @@ file other commands (issues, stress, quarantine) read back.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import enum
 from typing import Any, Optional
@@ -378,10 +379,11 @@ class RunReport:
 
     @property
     def totals(self) -> Totals:
-        totals = Totals(tests=len(self.tests))
-        for test in self.tests:
-            setattr(totals, test.outcome.value, getattr(totals, test.outcome.value) + 1)
-        return totals
+        counts = collections.Counter(test.outcome for test in self.tests)
+        return Totals(
+            tests=len(self.tests),
+            **{outcome.value: counts[outcome] for outcome in Outcome},
+        )
 
     def with_outcome(self, *outcomes: Outcome) -> list[TestResult]:
         return [t for t in self.tests if t.outcome in outcomes]

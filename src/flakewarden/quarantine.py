@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 from . import markdown as md
 from .config import NEVER_QUARANTINE, QuarantinePolicy
-from .errors import FlakewardenError, GitHubError
+from .errors import FlakewardenError
 from .flake_issues import LABEL, FlakeIssue, FlakeTracker, RunContext, iso
 from .github_api import GitHubClient
 from .marker import read_marker
@@ -507,7 +507,3 @@ def reevaluate(
             Reevaluation(str(listed.marker["id"]), listed.number, runs, failures, actions)
         )
     return results
-
-
-def describe_error(exc: GitHubError) -> str:
-    return " ".join(str(exc).split())

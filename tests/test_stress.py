@@ -8,11 +8,14 @@ on a loaded two-core machine; no assertion is about time.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,22 @@ from flakewarden.model import RunReport
 from flakewarden.verdict import Arm, Verdict, merge_verdicts, read_verdict, write_verdict
 
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:randomly"]
+
+
+@pytest.fixture
+def one_stress_at_a_time() -> Iterator[None]:
+    """Serialise the corpus's stress runs, also across pytest-xdist workers.
+
+    Each stress run loads the machine on purpose (CPU burners); several at once
+    would be each other's ambient load and blur the timing evidence of all.
+    """
+    path = os.path.join(tempfile.gettempdir(), "flakewarden-stress-corpus.lock")
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def make_project(root: Path, files: dict[str, str]) -> Path:
@@ -102,6 +121,7 @@ RACE_FILES = {
 }
 
 
+@pytest.mark.usefixtures("one_stress_at_a_time")
 def test_check_then_act_thread_race_is_a_race_under_the_switch_interval(tmp_path: Path) -> None:
     project = make_project(tmp_path / "race", RACE_FILES)
     test_id = "test_registry.py::test_each_key_is_created_once"
@@ -125,29 +145,57 @@ def test_check_then_act_thread_race_is_a_race_under_the_switch_interval(tmp_path
     assert "setswitchinterval(1e-05)" in switch["command"]
 
 
-DEADLINE_FILES = {
-    "test_deadline.py": """
-        import time
+DEADLINE_TEST = """
+    import time
+
+    DEADLINE = {deadline!r}
 
 
-        def crunch(cpu_seconds):
-            start = time.process_time()
-            while time.process_time() - start < cpu_seconds:
-                sum(range(200))
+    def crunch(cpu_seconds):
+        start = time.process_time()
+        while time.process_time() - start < cpu_seconds:
+            sum(range(200))
 
 
-        def test_report_is_built_before_the_deadline():
-            # 30 ms of CPU work against a 60 ms deadline: met with a core to itself,
-            # missed when the process gets less than half a core.
-            started = time.perf_counter()
-            crunch(0.030)
-            assert time.perf_counter() - started < 0.060
-        """
-}
+    def test_report_is_built_before_the_deadline():
+        # 30 ms of CPU work against a deadline tuned on the machine it was written on:
+        # met while the process gets its share of the cores, missed under more load.
+        started = time.perf_counter()
+        crunch(0.030)
+        assert time.perf_counter() - started < DEADLINE
+    """
+
+CALIBRATE = """
+import time
+ratios = []
+for _ in range(9):
+    wall, cpu = time.perf_counter(), time.process_time()
+    while time.process_time() - cpu < 0.030:
+        sum(range(200))
+    ratios.append((time.perf_counter() - wall) / (time.process_time() - cpu))
+print(min(ratios))
+"""
 
 
+def tuned_deadline() -> float:
+    """Twice the work's CPU time, or more when the machine is already slower than that.
+
+    Other test suites may share the machine. Under their load a fixed 60 ms
+    deadline would fail every run and make the test look broken rather than
+    timing-sensitive, so the deadline allows the best slowdown seen right now
+    plus one core-share: met at the current load, missed once the burners
+    (two more core-shares at 2x) pile on. This is what a deadline tuned on a
+    developer's machine does on a busier CI runner.
+    """
+    out = subprocess.run([sys.executable, "-c", CALIBRATE], capture_output=True, text=True)
+    slowdown = float(out.stdout)
+    return round(0.030 * max(2.0, slowdown + 1.0), 4)
+
+
+@pytest.mark.usefixtures("one_stress_at_a_time")
 def test_too_tight_deadline_is_a_race_under_cpu_burners(tmp_path: Path) -> None:
-    project = make_project(tmp_path / "deadline", DEADLINE_FILES)
+    source = DEADLINE_TEST.format(deadline=tuned_deadline())
+    project = make_project(tmp_path / "deadline", {"test_deadline.py": source})
     result, data = stress(
         project, "test_deadline.py::test_report_is_built_before_the_deadline", "--runs", "60"
     )
@@ -160,6 +208,7 @@ def test_too_tight_deadline_is_a_race_under_cpu_burners(tmp_path: Path) -> None:
     assert "burn-" in data["known_race_entry"]
 
 
+@pytest.mark.usefixtures("one_stress_at_a_time")
 def test_fixed_rate_random_failure_is_flaky(tmp_path: Path) -> None:
     # A 5% failure from the OS's entropy: no knob and no seed changes it.
     project = make_project(
@@ -184,6 +233,7 @@ def test_fixed_rate_random_failure_is_flaky(tmp_path: Path) -> None:
         assert arm(data, "timing", knob)["p_adjusted"] >= data["statistics"]["alpha_per_look"]
 
 
+@pytest.mark.usefixtures("one_stress_at_a_time")
 def test_failure_from_an_outside_condition_is_not_reproducible(tmp_path: Path) -> None:
     # The test fails while a maintenance lock file exists (as it did on the CI
     # runner). During the stress run the file is gone, so no knob brings the
@@ -259,6 +309,7 @@ POLLUTION_FILES = {
 }
 
 
+@pytest.mark.usefixtures("one_stress_at_a_time")
 def test_polluter_and_victim_is_order_dependent_naming_the_polluter(tmp_path: Path) -> None:
     project = make_project(tmp_path / "order", POLLUTION_FILES)
     order = [
@@ -295,6 +346,7 @@ def test_polluter_and_victim_is_order_dependent_naming_the_polluter(tmp_path: Pa
     assert data["order"]["predecessors"] == 5
 
 
+@pytest.mark.usefixtures("one_stress_at_a_time")
 def test_seed_dependent_test_names_a_seed_that_reproduces(tmp_path: Path) -> None:
     project = make_project(
         tmp_path / "seed",

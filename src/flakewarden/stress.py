@@ -142,6 +142,8 @@ class Stress(Runner):
             Job("isolation", "baseline", [self.options.test_id], ISOLATION_REPEAT, NO_RANDOMLY)
             for _ in range(ISOLATION_PROCESSES)
         ]
-        self.tally(arm, self.run_jobs(jobs, self.options.cores))
+        # Half the cores at most, like the timing phase's baseline: a timing-sensitive
+        # test must not look broken because its own isolation runs crowded the machine.
+        self.tally(arm, self.run_jobs(jobs, max(1, self.options.cores // 2)))
         self.arms.append(arm)
         return arm

@@ -380,6 +380,10 @@ def render_markdown(verdict: Verdict) -> str:
             out.append(f"Output of that process: `{failure.log}`\n")
         out.append(f"```text\n{failure.traceback}\n```\n")
     out.append("## Reproduce by hand\n")
+    out.append(
+        "Each command runs the test once; the arm repeated it (processes × repeat above). "
+        "Loop the command, or add `--count=N` when pytest-repeat is installed.\n"
+    )
     seen: set[str] = set()
     for arm in verdict.arms:
         if arm.command and arm.command not in seen:

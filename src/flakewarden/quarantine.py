@@ -109,12 +109,12 @@ def read_race_patterns(path: Path, explicit: bool) -> tuple[dict[str, str], Opti
         return {}, f"cannot read the known-race-patterns file {path}: {exc}"
 
 
-def race_entry(test_id: str, knob: Optional[str], at: str) -> str:
+def race_entry(test_id: str, knob: Optional[str], at: str, link: Optional[str] = None) -> str:
     """The entry to add for a race: ``Verdict.known_race_entry``, the one producer."""
     from .verdict import RACE, Verdict
 
     verdict = Verdict(test_id, RACE, "", "", knob=knob or "unknown", finished_at=at)
-    return verdict.known_race_entry() or ""
+    return verdict.known_race_entry(link) or ""
 
 
 # -- the policy --------------------------------------------------------------------------
@@ -157,7 +157,12 @@ def unmet_conditions(
             f"its stress verdict is {verdict!r}: a race or a real break is fixed, never quarantined"
         )
         if verdict == "race" and race_entry_for(test_id, races) is None:
-            entry = race_entry(test_id, marker.get("verdict_knob"), str(marker.get("verdict_at")))
+            entry = race_entry(
+                test_id,
+                marker.get("verdict_knob"),
+                str(marker.get("verdict_at")),
+                marker.get("verdict_url"),
+            )
             unmet.append(f"record it in {race_file}:\n{entry.rstrip()}")
     elif policy.require_stress_verdict:
         if verdict is None:

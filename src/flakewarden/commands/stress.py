@@ -171,7 +171,7 @@ def verdict_comment(verdict: Verdict, link: str) -> str:
         text_chart(verdict.arms),
         "```",
     ]
-    entry = verdict.known_race_entry()
+    entry = verdict.known_race_entry(link)
     if entry:
         lines += ["", "Known race pattern to record:", "", "```yaml", entry.rstrip(), "```"]
     if link:
@@ -210,6 +210,7 @@ def comment_verdict(
             verdict=verdict.verdict,
             verdict_at=verdict.finished_at,
             verdict_url=link,
+            verdict_knob=verdict.knob,
         )
         tracker.update(issue, marker)
     except Exception as exc:  # fail-open: bookkeeping never changes the verdict's exit code

@@ -609,3 +609,27 @@ def test_test_output_cannot_emit_workflow_commands(project: Project, tmp_path: P
     assert [name for name, _, _ in commands] == ["warning"], commands
     assert commands[0][1]["title"] == "Flaky test: tests/test_flaky.py::test_flaky"
     assert re.search(r"^flaky<<(\S+)\n1\n\1$", outputs.read_text(), re.MULTILINE)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--reruns", "-1"], "argument --reruns: expected 0 or more, got -1"),
+        (["run", "--max-failures", "many"], "expected a whole number, got 'many'"),
+        (["run", "--cov-fail-under", "101"], "expected 0 or more and at most 100, got 101"),
+        (["run", "--cov-fail-under", "nan"], "expected 0 or more and at most 100, got nan"),
+        (["stress", "t.py::x", "--runs", "0"], "argument --runs: expected 1 or more, got 0"),
+        (["stress", "t.py::x", "--budget-seconds", "0"], "expected more than 0, got 0"),
+    ],
+)
+def test_bad_option_values_are_usage_errors(
+    project: Project, args: list[str], message: str
+) -> None:
+    done = subprocess.run(
+        [PYTHON, "-m", "flakewarden", *args, "--", *PYTEST],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 4
+    assert done.stderr.strip().splitlines()[-1].endswith(message), done.stderr

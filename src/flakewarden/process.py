@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, NamedTuple, Optional
+from typing import IO, NamedTuple, Optional, Union
 
 from .errors import UsageError
 
@@ -102,6 +102,26 @@ def _copy_stream(source: IO[bytes], sinks: Sequence[IO[bytes]]) -> None:
             sink.flush()
 
 
+def spawn(
+    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], stdout: Union[int, IO[bytes]]
+) -> subprocess.Popen[bytes]:
+    """Start ``command`` as the leader of a new process group, output and errors together."""
+    try:
+        return subprocess.Popen(
+            list(command),
+            cwd=cwd,
+            env=dict(env),
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise UsageError(f"command not found: {command[0]}") from exc
+    except PermissionError as exc:
+        raise UsageError(f"command is not executable: {command[0]}") from exc
+
+
 def run_child(
     command: Sequence[str],
     *,
@@ -118,27 +138,14 @@ def run_child(
     started = time.monotonic()
     received: list[int] = []
     with open(log, "wb") as log_stream:
-        try:
-            child = subprocess.Popen(
-                list(command),
-                cwd=cwd,
-                env=dict(env),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except FileNotFoundError as exc:
-            raise UsageError(f"command not found: {command[0]}") from exc
-        except PermissionError as exc:
-            raise UsageError(f"command is not executable: {command[0]}") from exc
+        child = spawn(command, cwd=cwd, env=env, stdout=subprocess.PIPE)
 
-        killer = threading.Timer(TERMINATE_GRACE_SECONDS, _stop_group, (child.pid, signal.SIGKILL))
+        killer = threading.Timer(TERMINATE_GRACE_SECONDS, stop_group, (child.pid, signal.SIGKILL))
         killer.daemon = True
 
         def on_signal(signum: int, frame: object) -> None:
             received.append(signum)
-            _stop_group(child.pid, signal.SIGTERM)
+            stop_group(child.pid, signal.SIGTERM)
             if len(received) == 1:
                 # A test that ignores SIGTERM is killed after the grace period.
                 killer.start()
@@ -156,14 +163,15 @@ def run_child(
             _restore_handlers(previous)
             pump.join(timeout=10)
             # Whatever the child left behind in its group goes too.
-            _stop_group(child.pid, signal.SIGKILL)
+            stop_group(child.pid, signal.SIGKILL)
     duration = time.monotonic() - started
     if received:
         raise Interrupted(received[0])
     return ChildResult(exit_code, duration, False)
 
 
-def _stop_group(pid: int, signum: int) -> None:
+def stop_group(pid: int, signum: int) -> None:
+    """Signal a whole process group; one that is already gone is not an error."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signum)
 

@@ -96,7 +96,8 @@ def _option_name(token: str) -> str:
     return token
 
 
-def _drop_options(args: Sequence[str], table: dict[str, bool]) -> list[str]:
+def drop_options(args: Sequence[str], table: dict[str, bool]) -> list[str]:
+    """``args`` without the options named in ``table`` (value: the option takes an argument)."""
     kept: list[str] = []
     skip_next = False
     for token in args:
@@ -165,7 +166,7 @@ def cov_fail_under(args: Sequence[str]) -> Optional[float]:
 
 
 def without_cov_fail_under(args: Sequence[str]) -> list[str]:
-    return _drop_options(args, {COV_FAIL_UNDER: True})
+    return drop_options(args, {COV_FAIL_UNDER: True})
 
 
 def measures_coverage(args: Sequence[str]) -> bool:
@@ -198,13 +199,13 @@ def rerun_args(
     """
     kept = remove_positionals(args, positionals)
     kept = strip_flag_in_cluster(kept, "x")
-    kept = _drop_options(kept, SELECTION_OPTIONS)
-    kept = _drop_options(kept, REPORT_FILE_OPTIONS)
+    kept = drop_options(kept, SELECTION_OPTIONS)
+    kept = drop_options(kept, REPORT_FILE_OPTIONS)
     kept = without_cov_fail_under(kept)
     if measures_coverage(kept):
         kept.append(f"{COV_FAIL_UNDER}=0")
     if has_option(kept, "--cov-report"):
-        kept = [*_drop_options(kept, {"--cov-report": True}), "--cov-report="]
+        kept = [*drop_options(kept, {"--cov-report": True}), "--cov-report="]
     if not has_option(kept, "--rootdir"):
         kept.append(f"--rootdir={rootdir}")
     files: dict[str, None] = {}

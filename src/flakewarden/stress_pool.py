@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import signal
 import subprocess
 import sys
@@ -20,8 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Optional
 
-from .errors import UsageError
-from .process import Interrupted
+from .process import Interrupted, spawn, stop_group
 
 POLL_SECONDS = 0.02
 BURNER_CODE = "while True:\n    pass\n"
@@ -44,11 +42,6 @@ class ChildOutcome:
     @property
     def timed_out(self) -> bool:
         return self.exit_code is None
-
-
-def _kill_group(pid: int, signum: int = signal.SIGKILL) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signum)
 
 
 @contextlib.contextmanager
@@ -74,20 +67,7 @@ def _spawn(
     command: Sequence[str], cwd: Path, env: Mapping[str, str], log: Path
 ) -> subprocess.Popen[bytes]:
     with open(log, "wb") as stream:
-        try:
-            return subprocess.Popen(
-                list(command),
-                cwd=cwd,
-                env=dict(env),
-                stdout=stream,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except FileNotFoundError as exc:
-            raise UsageError(f"command not found: {command[0]}") from exc
-        except PermissionError as exc:
-            raise UsageError(f"command is not executable: {command[0]}") from exc
+        return spawn(command, cwd=cwd, env=env, stdout=stream)
 
 
 @contextlib.contextmanager
@@ -107,7 +87,7 @@ def burners(count: int) -> Iterator[None]:
         yield
     finally:
         for proc in procs:
-            _kill_group(proc.pid)
+            stop_group(proc.pid, signal.SIGKILL)
         for proc in procs:
             proc.wait()
 
@@ -133,17 +113,17 @@ def run_all(specs: Sequence[ChildSpec], parallel: int) -> list[ChildOutcome]:
                     code = proc.poll()
                     elapsed = time.monotonic() - started
                     if code is None and elapsed > specs[index].timeout:
-                        _kill_group(proc.pid)
+                        stop_group(proc.pid, signal.SIGKILL)
                         proc.wait()
                         outcomes[index] = ChildOutcome(None, elapsed)
                         del running[index]
                     elif code is not None:
-                        _kill_group(proc.pid)  # whatever it left behind in its group
+                        stop_group(proc.pid, signal.SIGKILL)  # whatever it left behind in its group
                         outcomes[index] = ChildOutcome(code, elapsed)
                         del running[index]
                 time.sleep(POLL_SECONDS)
         finally:
             for proc, _ in running.values():
-                _kill_group(proc.pid)
+                stop_group(proc.pid, signal.SIGKILL)
                 proc.wait()
     return [o for o in outcomes if o is not None]

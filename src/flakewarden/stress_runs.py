@@ -88,22 +88,6 @@ class JobResult:
         return self.results.started and (self.timed_out or len(self.records) < self.job.repeat)
 
 
-def _strip(args: Sequence[str], table: dict[str, bool]) -> list[str]:
-    kept: list[str] = []
-    skip = False
-    for token in args:
-        if skip:
-            skip = False
-            continue
-        name = token.split("=", 1)[0] if token.startswith("--") else token[:2]
-        if name in table:
-            inline = "=" in token if token.startswith("--") else len(token) > 2
-            skip = table[name] and not inline
-            continue
-        kept.append(token)
-    return kept
-
-
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
@@ -159,7 +143,12 @@ class Runner:
         args = pytest_args.rerun_args(
             self.split.args, positionals=self.positionals, node_ids=job.ids, rootdir=self.rootdir
         )
-        return [*self.split.prefix, *_strip(args, STRESS_DROP), "--tb=long", *job.args]
+        return [
+            *self.split.prefix,
+            *pytest_args.drop_options(args, STRESS_DROP),
+            "--tb=long",
+            *job.args,
+        ]
 
     def _process_timeout(self, job: Job) -> float:
         return max(60.0, 30 * (2.0 + job.repeat * self.test_seconds))

@@ -14,28 +14,9 @@ from ..errors import UsageError
 from ..model import ExitCode, Outcome, RunReport
 from ..reports import write_reports
 from ..reruns import RunOptions, run_attempts
+from .argtypes import number, whole_number
 
 HELP = "run the tests, rerun only the failed ones in fresh processes, write the reports"
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
-    return value
-
-
-def _percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"expected 0 to 100, got {value}")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,11 +27,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "e.g. flakewarden run -- python -m pytest",
     )
     parser.add_argument(
-        "--reruns", type=_non_negative, default=None, help="reruns of failed tests (default 2)"
+        "--reruns", type=whole_number(0), default=None, help="reruns of failed tests (default 2)"
     )
     parser.add_argument(
         "--max-failures",
-        type=_non_negative,
+        type=whole_number(0),
         default=None,
         help="more failed tests than this is a real break: no reruns (default 10)",
     )
@@ -61,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--cov-fail-under",
-        type=_percent,
+        type=number(0, 100, what="a percentage"),
         default=None,
         metavar="PCT",
         help="fail when the merged coverage total is below PCT",

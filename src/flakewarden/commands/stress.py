@@ -23,29 +23,10 @@ from ..verdict import (
     text_chart,
     write_verdict,
 )
+from .argtypes import number, whole_number
 from .issues import add_github_options, warn
 
 HELP = "stress-run one test and record a verdict with evidence (race, flaky, ...)"
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected more than 0 seconds, got {value:g}")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,13 +39,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("test_id", nargs="?", metavar="TEST_ID", help="the pytest node id")
     parser.add_argument(
         "--runs",
-        type=_positive,
+        type=whole_number(1),
         default=200,
         help="runs per knob in the timing phase (default 200)",
     )
     parser.add_argument(
         "--budget-seconds",
-        type=_seconds,
+        type=number(0, low_open=True, what="seconds"),
         default=600.0,
         help="stop starting new rounds after this long (default 600)",
     )

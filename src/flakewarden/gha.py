@@ -213,6 +213,16 @@ def emit_annotations(plan: AnnotationPlan, stream: Optional[IO[str]] = None) -> 
     out.flush()
 
 
+def warn(message: str, title: str = "flakewarden") -> None:
+    """One warning line: an annotation on GitHub Actions, a plain stderr line elsewhere."""
+    line = " ".join(message.split())
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        sys.stdout.write(format_command(Annotation(WARNING, title, line)) + "\n")
+        sys.stdout.flush()
+    else:
+        sys.stderr.write(f"flakewarden: warning: {line}\n")
+
+
 def write_outputs(outputs: Mapping[str, str], env: Optional[Mapping[str, str]] = None) -> None:
     """Append outputs to ``$GITHUB_OUTPUT`` with a random heredoc delimiter per value."""
     path = (os.environ if env is None else env).get("GITHUB_OUTPUT")

@@ -14,13 +14,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import os
 import re
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
 
+from . import gha
 from . import markdown as md
 from .config import NEVER_QUARANTINE, QuarantinePolicy
 from .errors import FlakewardenError
@@ -282,14 +281,7 @@ def read_quarantined_file(path: Path) -> frozenset[str]:
 
 
 def warn(message: str) -> None:
-    """One line: a workflow annotation on GitHub Actions, a plain warning elsewhere."""
-    line = " ".join(message.split())
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        escaped = line.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        sys.stdout.write(f"::warning title=flakewarden quarantine::{escaped}\n")
-    else:
-        sys.stderr.write(f"flakewarden: warning: {line}\n")
-    sys.stdout.flush()
+    gha.warn(message, "flakewarden quarantine")
 
 
 # -- actions -----------------------------------------------------------------------------

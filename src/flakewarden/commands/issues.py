@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from .. import gha
 from ..errors import GitHubError, ReportError
 from ..flake_issues import FilingResult, RunContext, count_quarantined, file_flakes
 from ..github_api import GitHubClient
@@ -69,13 +70,7 @@ def load_report(report_dir: str) -> RunReport:
 
 
 def warn(message: str) -> None:
-    """One warning: a workflow annotation on GitHub Actions, a plain line elsewhere."""
-    line = " ".join(message.split())
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        escaped = line.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        sys.stdout.write(f"::warning title=flakewarden issues::{escaped}\n")
-    else:
-        sys.stderr.write(f"flakewarden: warning: {line}\n")
+    gha.warn(message, "flakewarden issues")
 
 
 def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:

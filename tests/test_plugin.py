@@ -6,8 +6,10 @@ import ast
 import importlib.metadata
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from conftest import PYTEST, PYTHON, Project, flaky_module
@@ -171,3 +173,39 @@ def test_huge_failure_text_is_clipped(project: Project) -> None:
     assert len(text) < 25_000
     assert "characters cut by flakewarden" in text
     assert os.path.getsize(results_file) < 100_000
+
+
+def test_sigterm_keeps_buffered_records_and_still_kills(project: Project) -> None:
+    started = project.root / "started"
+    project.write(
+        "tests/test_order.py",
+        f"""
+        import time
+        from pathlib import Path
+
+        def test_quick():
+            pass
+
+        def test_hangs():
+            Path({str(started)!r}).write_text("x")
+            time.sleep(60)
+        """,
+    )
+    results_file = project.root / "results.jsonl"
+    with plugin_dir() as directory:
+        child = subprocess.Popen(
+            PYTEST,
+            cwd=project.root,
+            env=plugin_env(directory, results_file),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(600):
+            if started.exists():
+                break
+            time.sleep(0.05)
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == -signal.SIGTERM  # it still dies by the signal
+    results = read_results(results_file)
+    assert [record.id for record in results.tests] == ["tests/test_order.py::test_quick"]
+    assert results.exitstatus is None

@@ -24,13 +24,17 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from typing import Any, Optional
 
 MAX_TEXT = 20_000  # characters kept of one captured stream or traceback
 
 _plugin: Optional[Recorder] = None
+_repeat = 1
+FLUSH_SECONDS = 0.1  # records reach the file at least this often while tests run
 
 
 def _clip(text: str) -> str:
@@ -50,7 +54,8 @@ class Recorder:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.stream = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        self.stream = open(path, "a", encoding="utf-8")  # noqa: SIM115
+        self.flushed_at = time.monotonic()
         self.pending: dict[str, list[dict[str, Any]]] = {}
         self.captured: dict[str, tuple[str, str]] = {}
         self.worker: dict[str, str] = {}
@@ -59,6 +64,15 @@ class Recorder:
 
     def write(self, record: dict[str, Any]) -> None:
         self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+        # A write per record would cost a system call per test; buffer briefly.
+        now = time.monotonic()
+        if now - self.flushed_at >= FLUSH_SECONDS or record["kind"] != "test":
+            self.flush(now)
+
+    def flush(self, now: Optional[float] = None) -> None:
+        if not self.stream.closed:
+            self.stream.flush()
+        self.flushed_at = time.monotonic() if now is None else now
 
     def close(self) -> None:
         self.stream.close()
@@ -118,8 +132,24 @@ class Recorder:
         self.index += 1
 
 
+def _flush_then_die(signum: int, frame: Any) -> None:
+    """SIGTERM: keep the buffered records of the tests that ran, then die as before."""
+    if _plugin is not None:
+        _plugin.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _flush_on_sigterm() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _flush_then_die)
+
+
 def pytest_configure(config: Any) -> None:
-    global _plugin
+    global _plugin, _repeat
+    _repeat = int(os.environ.get("FLAKEWARDEN_REPEAT", "1") or "1")
     interval = os.environ.get("FLAKEWARDEN_SWITCH_INTERVAL")
     if interval:
         sys.setswitchinterval(float(interval))
@@ -127,6 +157,7 @@ def pytest_configure(config: Any) -> None:
     if not path or _is_worker(config):
         return
     _plugin = Recorder(path)
+    _flush_on_sigterm()
     option = config.option
     _plugin.write(
         {
@@ -184,7 +215,7 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -
 
 
 def pytest_runtest_protocol(item: Any, nextitem: Any) -> Optional[bool]:
-    repeat = int(os.environ.get("FLAKEWARDEN_REPEAT", "1") or "1")
+    repeat = _repeat
     if repeat <= 1:
         return None
     from _pytest.runner import runtestprotocol

@@ -36,14 +36,25 @@ class Timing(NamedTuple):
     child: float  # the pytest child's own time, as flakewarden measured it (0 for baseline)
 
 
-def generate(root: Path, tests: int, modules: int) -> None:
-    """``tests`` trivial passing tests spread evenly over ``modules`` modules."""
+def generate(root: Path, tests: int, modules: int, work_ms: float = 0.0) -> None:
+    """``tests`` passing tests spread evenly over ``modules`` modules.
+
+    With ``work_ms``, each test busy-waits that long, like a test that does real work.
+    """
     root.mkdir(parents=True, exist_ok=True)
     (root / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
     modules = max(1, min(modules, tests))
+    work = (
+        f"    end = time.perf_counter() + {work_ms / 1000!r}\n"
+        "    while time.perf_counter() < end:\n        pass\n"
+        if work_ms
+        else ""
+    )
     for module in range(modules):
         count = tests // modules + (1 if module < tests % modules else 0)
-        body = "".join(f"def test_{i}():\n    assert {i} == {i}\n\n\n" for i in range(count))
+        body = "import time\n\n\n" + "".join(
+            f"def test_{i}():\n{work}    assert {i} == {i}\n\n\n" for i in range(count)
+        )
         (root / f"test_mod{module:03d}.py").write_text(body, encoding="utf-8")
 
 
@@ -91,15 +102,19 @@ def main() -> int:
     parser.add_argument("--tests", type=int, default=2000, help="tests in the suite")
     parser.add_argument("--modules", type=int, default=40, help="modules they spread over")
     parser.add_argument("--pairs", type=int, default=7, help="baseline/candidate pairs timed")
+    parser.add_argument(
+        "--work-ms", type=float, default=0.0, help="busy work in each test, in milliseconds"
+    )
     options = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="flakewarden-bench-overhead-"))
     try:
         root = work / "suite"
-        generate(root, options.tests, options.modules)
+        generate(root, options.tests, options.modules, options.work_ms)
         report_dir = work / "report"
         env = clean_env()
-        print(f"suite: {options.tests} passing tests in {options.modules} modules ({root})")
+        each = f", {options.work_ms:g} ms of work each" if options.work_ms else ""
+        print(f"suite: {options.tests} passing tests{each} in {options.modules} modules ({root})")
         print(f"machine: {machine()}")
         run_baseline(root, env, options.tests)  # warm-up: disk cache, .pyc files
         run_flakewarden(root, env, report_dir, options.tests)

@@ -633,3 +633,38 @@ def test_bad_option_values_are_usage_errors(
     )
     assert done.returncode == 4
     assert done.stderr.strip().splitlines()[-1].endswith(message), done.stderr
+
+
+@pytest.mark.parametrize("xdist", [False, True])
+def test_a_pytest_run_inside_a_test_is_not_recorded(project: Project, xdist: bool) -> None:
+    """Plugin suites run pytest in a subprocess; that inner session is not ours."""
+    inner = project.root.parent / f"inner-{xdist}"
+    inner.mkdir()
+    (inner / "pytest.ini").write_text("[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n")
+    (inner / "test_inner.py").write_text(
+        "def test_inner_fails():\n    assert False\n\ndef test_inner_passes():\n    pass\n"
+    )
+    project.write(
+        "tests/test_outer.py",
+        f"""
+        import subprocess, sys
+
+        def test_runs_inner_suite():
+            done = subprocess.run(
+                [sys.executable, "-m", "pytest", {str(inner)!r}],
+                cwd={str(inner)!r}, capture_output=True, text=True,
+            )
+            # The inner session ran both of its tests, unfiltered by our selection.
+            assert "1 failed, 1 passed" in done.stdout, done.stdout
+        """,
+    )
+    project.write("tests/test_flaky.py", flaky_module("flaky"))
+    command = [*PYTEST, "-n", "2"] if xdist else PYTEST
+    result = project.run(command=command)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.outcomes == {
+        "tests/test_outer.py::test_runs_inner_suite": "passed",
+        "tests/test_flaky.py::test_flaky": "flaky",
+    }
+    assert result.report["rootdir"] == str(project.root)
+    assert result.report["problems"] == []

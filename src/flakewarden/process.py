@@ -70,6 +70,8 @@ def plugin_env(
     addopts = env.get("PYTEST_ADDOPTS", "")
     env["PYTEST_ADDOPTS"] = f"-p {PLUGIN_MODULE} {addopts}".strip()
     env["FLAKEWARDEN_RESULTS"] = str(results)
+    # A new run: whatever pytest an outer run started is not this one's owner.
+    env.pop("FLAKEWARDEN_OWNER_PID", None)
     env.pop("FLAKEWARDEN_SELECT", None)
     if select is not None:
         env["FLAKEWARDEN_SELECT"] = str(select)

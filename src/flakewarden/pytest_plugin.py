@@ -34,6 +34,8 @@ MAX_TEXT = 20_000  # characters kept of one captured stream or traceback
 
 _plugin: Optional[Recorder] = None
 _repeat = 1
+_active = False  # this process is the run flakewarden started (or one of its workers)
+OWNER_VARIABLE = "FLAKEWARDEN_OWNER_PID"
 FLUSH_SECONDS = 0.1  # records reach the file at least this often while tests run
 
 
@@ -147,8 +149,29 @@ def _flush_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, _flush_then_die)
 
 
+def _claim(config: Any) -> bool:
+    """True in the pytest process flakewarden started, and in its own xdist workers.
+
+    The environment reaches every descendant, including a pytest that a test
+    runs in a subprocess; that nested session must neither record into our
+    file nor apply our selection. The first pytest to load the plugin claims the
+    run with its pid; its xdist workers are its children; any other pytest
+    that finds a claim is nested, and the plugin stays inert there.
+    """
+    owner = os.environ.get(OWNER_VARIABLE)
+    if _is_worker(config):
+        return owner == str(os.getppid())
+    if owner:
+        return False
+    os.environ[OWNER_VARIABLE] = str(os.getpid())
+    return True
+
+
 def pytest_configure(config: Any) -> None:
-    global _plugin, _repeat
+    global _plugin, _repeat, _active
+    _active = _claim(config)
+    if not _active:
+        return
     _repeat = int(os.environ.get("FLAKEWARDEN_REPEAT", "1") or "1")
     interval = os.environ.get("FLAKEWARDEN_SWITCH_INTERVAL")
     if interval:
@@ -201,6 +224,8 @@ def _stress_order(config: Any, items: list[Any]) -> None:
 
 
 def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
+    if not _active:
+        return
     _stress_order(config, items)
     select_file = os.environ.get("FLAKEWARDEN_SELECT")
     if not select_file:

@@ -358,7 +358,9 @@ def test_pytest_usage_error(project: Project) -> None:
     project.write("tests/test_ok.py", "def test_ok():\n    pass\n")
     result = project.run(command=[*PYTEST, "--no-such-pytest-option"])
     assert result.returncode == 4
-    assert "usage error" in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert "usage error" in last
+    assert "unrecognized arguments: --no-such-pytest-option" in last
 
 
 def test_not_a_pytest_command(project: Project) -> None:
@@ -668,3 +670,40 @@ def test_a_pytest_run_inside_a_test_is_not_recorded(project: Project, xdist: boo
     }
     assert result.report["rootdir"] == str(project.root)
     assert result.report["problems"] == []
+
+
+@pytest.mark.parametrize("where", ["command", "addopts"])
+def test_a_session_stopped_early_is_never_green(project: Project, where: str) -> None:
+    """-x stops at the first failure; rerunning that one test must not hide the rest."""
+    project.write("tests/test_a_flaky.py", flaky_module("flaky"))
+    project.write("tests/test_b_never.py", "def test_b():\n    pass\n\ndef test_c():\n    pass\n")
+    if where == "addopts":
+        project.write("pytest.ini", "[pytest]\naddopts = -p no:randomly -p no:cacheprovider -x\n")
+        command = PYTEST
+    else:
+        command = [*PYTEST, "-x"]
+    result = project.run(command=command)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.outcomes == {"tests/test_a_flaky.py::test_flaky": "flaky"}
+    assert any("stopped after 1 of 3 tests" in p for p in result.report["problems"])
+    assert "2 never ran" in result.stderr
+
+
+def test_collection_errors_with_continue_are_not_green(project: Project) -> None:
+    project.write("tests/test_broken.py", "import no_such_module_anywhere\n")
+    project.write("tests/test_ok.py", "def test_ok():\n    pass\n")
+    result = project.run(command=[*PYTEST, "--continue-on-collection-errors"])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.outcomes == {"tests/test_ok.py::test_ok": "passed"}
+    assert result.report["attempts"][0]["collection_errors"] == [
+        "tests/test_broken.py: ModuleNotFoundError: No module named 'no_such_module_anywhere'"
+    ]
+
+
+def test_a_crash_in_the_first_attempt_is_an_error(project: Project) -> None:
+    project.write("tests/test_a.py", "def test_a():\n    pass\n")
+    project.write("tests/test_b.py", "import os\n\ndef test_b():\n    os._exit(0)\n")
+    project.write("tests/test_c.py", "def test_c():\n    pass\n")
+    result = project.run()
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "before finishing its session" in result.stderr

@@ -66,6 +66,7 @@ class _State:
     order: list[str] = dataclasses.field(default_factory=list)
     problems: list[str] = dataclasses.field(default_factory=list)
     exit_code: Optional[int] = None  # set when the run must end with this code
+    not_green: bool = False  # collection errors or tests that never ran: at best exit 1
     interrupted: bool = False
     cutoff: bool = False
     rootdir: str = ""
@@ -329,13 +330,25 @@ def _check_session(results: ProcessResults, attempt: Attempt, state: _State, num
             f"attempt {number}: pytest exited with {code} before finishing its session "
             f"(a crash or os._exit?); see attempts/{number}/output.log"
         )
-        if number == 1 and not results.tests:
+        if number == 1:
+            # Tests after the crash never ran: nothing can make this run green.
             state.exit_code = ExitCode.INTERNAL_ERROR
-    elif results.collect_errors:
-        state.problems.append(
-            f"attempt {number}: {len(results.collect_errors)} collection error(s): "
-            + ", ".join(cid or "." for cid, _ in results.collect_errors[:5])
-        )
+    else:
+        if results.collect_errors:
+            state.problems.append(
+                f"attempt {number}: {len(results.collect_errors)} collection error(s): "
+                + ", ".join(cid or "." for cid, _ in results.collect_errors[:5])
+            )
+            state.not_green = True
+        ran = len(results.order)
+        if number == 1 and results.testscollected > ran:
+            never = results.testscollected - ran
+            state.problems.append(
+                f"attempt 1: pytest stopped after {ran} of {results.testscollected} tests "
+                f"(-x, --maxfail, or a test that stopped the session?): {never} never ran, "
+                "so the run cannot be green"
+            )
+            state.not_green = True
 
 
 def _never_started(results: ProcessResults, state: _State, options: RunOptions) -> int:
@@ -357,14 +370,15 @@ def _never_started(results: ProcessResults, state: _State, options: RunOptions) 
 
 
 def _last_line(log: Path) -> str:
+    """The line that says what went wrong: the last ``error:`` line, else the last line."""
     try:
         lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
     except OSError:
         return ""
-    for line in reversed(lines):
-        if line.strip() and not set(line.strip()) <= set("=-_ "):
-            return line.strip()[:300]
-    return ""
+    meaningful = [ln.strip() for ln in lines if ln.strip() and not set(ln.strip()) <= set("=-_ ")]
+    errors = [ln for ln in meaningful if "error:" in ln.lower()]
+    chosen = errors[-1] if errors else (meaningful[-1] if meaningful else "")
+    return chosen[:300]
 
 
 def _fold(state: _State, quarantined: frozenset[str]) -> list[TestResult]:
@@ -425,7 +439,7 @@ def _exit_code(report: RunReport, state: _State, options: RunOptions) -> int:
     if state.exit_code is not None:
         return int(state.exit_code)
     totals = report.totals
-    if totals.failed or totals.error:
+    if totals.failed or totals.error or state.not_green:
         return ExitCode.TESTS_FAILED
     if options.fail_on_flaky and totals.flaky:
         return ExitCode.TESTS_FAILED

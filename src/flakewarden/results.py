@@ -18,6 +18,7 @@ class ProcessResults:
     tests: list[TestRecord] = dataclasses.field(default_factory=list)
     collect_errors: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     exitstatus: Optional[int] = None  # None: the session never finished
+    testscollected: int = 0  # as pytest counted them, after deselection
     corrupt_lines: int = 0
 
     @property
@@ -66,6 +67,7 @@ def read_results(path: Path) -> ProcessResults:
                     results.collect_errors.append((str(data["id"]), str(data["longrepr"])))
                 elif kind == "session":
                     results.exitstatus = int(data["exitstatus"])
+                    results.testscollected = int(data.get("testscollected") or 0)
             except (ValueError, KeyError, TypeError):
                 results.corrupt_lines += 1
     return results

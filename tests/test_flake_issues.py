@@ -398,7 +398,7 @@ def test_missing_report_is_an_error_not_a_silent_pass(
 ) -> None:
     _env(monkeypatch, None)
     assert main(["issues", "--report-dir", str(tmp_path / "nowhere")]) == 3
-    assert "report.json does not exist" in capsys.readouterr().err
+    assert "report.json not found: run flakewarden run first" in capsys.readouterr().err
 
 
 def test_unknown_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

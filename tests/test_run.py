@@ -707,3 +707,57 @@ def test_a_crash_in_the_first_attempt_is_an_error(project: Project) -> None:
     result = project.run()
     assert result.returncode == 3, result.stdout + result.stderr
     assert "before finishing its session" in result.stderr
+
+
+HOSTILE_COLLECTOR = """
+import pytest
+from pathlib import Path
+
+
+class FlakyItem(pytest.Item):
+    def runtest(self):
+        marker = Path(__file__).parent / ".seen"
+        if not marker.exists():
+            marker.write_text("x")
+            raise AssertionError("first\\n::error::INJECTED-MESSAGE")
+
+    def reportinfo(self):
+        return self.path, 0, self.name
+
+
+class HostileFile(pytest.File):
+    def collect(self):
+        yield FlakyItem.from_parent(self, name="x\\n::error file=a.py::INJECTED-ID")
+
+
+def pytest_collect_file(parent, file_path):
+    if file_path.suffix == ".hostile":
+        return HostileFile.from_parent(parent, path=file_path)
+"""
+
+
+def test_a_test_id_with_a_line_break_cannot_emit_a_workflow_command(
+    project: Project, tmp_path: Path
+) -> None:
+    project.write("tests/conftest.py", HOSTILE_COLLECTOR)
+    project.write("tests/case.hostile", "")
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_OUTPUT": str(tmp_path / "out"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary"),
+        "GITHUB_WORKSPACE": str(project.root),
+    }
+    result = project.run("-q", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [(test_id, outcome)] = result.outcomes.items()
+    assert test_id == "tests/case.hostile::x\n::error file=a.py::INJECTED-ID"  # data kept exact
+    assert outcome == "flaky"
+    assert "FLAKY-TEST-DETECTED: tests/case.hostile::x\\n::error file=a.py::INJECTED-ID" in (
+        result.stdout
+    )
+    for stream in (result.stdout, result.stderr):
+        commands = parse_commands(stream)
+        assert not [c for c in commands if c[0] == "error"], commands
+    [warning] = parse_commands(result.stdout)
+    assert warning[0] == "warning"
+    assert warning[1]["title"] == f"Flaky test: {test_id}"  # escaped, not split

@@ -12,6 +12,7 @@ from typing import Optional
 
 from . import __version__
 from .commands import COMMANDS, load
+from .console import one_line
 from .errors import FlakewardenError
 from .model import ExitCode
 
@@ -21,7 +22,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        sys.stderr.write(f"flakewarden: error: {message}\n")
+        sys.stderr.write(f"flakewarden: error: {one_line(message)}\n")
         raise SystemExit(ExitCode.USAGE_ERROR)
 
 
@@ -61,11 +62,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return int(args.handler(args))
     except FlakewardenError as exc:
-        sys.stderr.write(f"flakewarden: error: {exc}\n")
+        sys.stderr.write(f"flakewarden: error: {one_line(exc)}\n")
         return int(exc.exit_code)
     except KeyboardInterrupt:
         sys.stderr.write("flakewarden: interrupted\n")
         return int(ExitCode.INTERRUPTED)
+    except Exception as exc:  # a bug of ours: one line and exit 3, never "tests failed"
+        sys.stderr.write(
+            f"flakewarden: internal error: {type(exc).__name__}: {one_line(exc)} "
+            "(please report it with the command that caused it)\n"
+        )
+        return int(ExitCode.INTERNAL_ERROR)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -25,6 +25,10 @@ class ReportError(FlakewardenError):
     """A report file that cannot be read or written."""
 
 
+class ReportMissing(ReportError):
+    """No report where one was expected."""
+
+
 class CoverageError(FlakewardenError):
     """Coverage data that is missing, corrupt or cannot be combined."""
 

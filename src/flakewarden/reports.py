@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from .errors import ReportError
+from .errors import ReportError, ReportMissing
 from .junit import write_junit
 from .model import RunReport
 from .summary import render_summary
@@ -73,16 +73,24 @@ def write_reports(report: RunReport, report_dir: Path, artifact_name: Optional[s
         raise ReportError(f"cannot write the report in {report_dir}: {exc.strerror}") from exc
 
 
-def read_report(report_dir: Path) -> RunReport:
-    """Read ``report.json`` back; a clear error when it is missing or malformed."""
-    path = report_dir / REPORT_JSON if report_dir.is_dir() else report_dir
+def read_report(location: Path) -> RunReport:
+    """Read ``report.json`` (or the report dir holding it) back into a ``RunReport``.
+
+    ``ReportMissing`` when there is none, ``ReportError`` naming the file when it
+    is unreadable or not a flakewarden report; never anything else.
+    """
+    path = location / REPORT_JSON if location.is_dir() else location
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ReportError(f"{path} not found: run flakewarden run first") from exc
+    except FileNotFoundError:
+        raise ReportMissing(
+            f"{path} not found: run flakewarden run first, or point --report-dir at its report"
+        ) from None
     except (OSError, ValueError) as exc:
-        raise ReportError(f"{path} is not a readable report: {exc}") from exc
+        raise ReportError(f"cannot read {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path} is not a flakewarden report (not a JSON object)")
     try:
         return RunReport.from_json(data)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ReportError(f"{path} is not a flakewarden report: {exc}") from exc
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise ReportError(f"{path} is not a valid flakewarden report: {exc}") from None

@@ -8,13 +8,12 @@ and a passing seed to pass every one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Optional
 
 from . import stats
-from .errors import UsageError
-from .model import RunReport
+from .errors import ReportError, UsageError
+from .reports import read_report
 from .stress_runs import NO_RANDOMLY, Job, Runner
 from .verdict import ORDER_DEPENDENT, SEED_DEPENDENT, Arm, Verdict
 
@@ -29,11 +28,9 @@ def order_phase(stress: Runner) -> Optional[Verdict]:
     assert stress.options.order_from is not None
     test_id = stress.options.test_id
     try:
-        report = RunReport.from_json(
-            json.loads(stress.options.order_from.read_text(encoding="utf-8"))
-        )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"cannot read --order-from {stress.options.order_from}: {exc}") from exc
+        report = read_report(stress.options.order_from)
+    except ReportError as exc:
+        raise UsageError(f"--order-from: {exc}") from None
     if test_id not in report.order:
         stress.notes.append(
             f"order: {test_id} is not in the run order of {stress.options.order_from}"

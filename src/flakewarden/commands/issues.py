@@ -7,17 +7,18 @@ touched, any GitHub failure becomes one warning, and the exit code stays 0.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
 from .. import gha
-from ..errors import GitHubError, ReportError
+from ..console import one_line
+from ..errors import GitHubError
 from ..flake_issues import FilingResult, RunContext, count_quarantined, file_flakes
 from ..github_api import GitHubClient
 from ..model import ExitCode, Outcome, RunReport
+from ..reports import REPORT_JSON, read_report
 
 DEFAULT_REPORT_DIR = "flakewarden-report"
 
@@ -57,16 +58,7 @@ def add_github_options(parser: argparse.ArgumentParser) -> None:
 
 
 def load_report(report_dir: str) -> RunReport:
-    path = Path(report_dir) / "report.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return RunReport.from_json(data)
-    except FileNotFoundError:
-        raise ReportError(
-            f"{path} does not exist; run `flakewarden run` first or pass --report-dir"
-        ) from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ReportError(f"cannot read {path}: {exc}") from None
+    return read_report(Path(report_dir) / REPORT_JSON)
 
 
 def warn(message: str) -> None:
@@ -78,7 +70,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     flaky = report.with_outcome(Outcome.FLAKY)
     for test in flaky:
         sys.stdout.write(
-            f"FLAKY-TEST-DETECTED: {test.id} "
+            f"FLAKY-TEST-DETECTED: {one_line(test.id)} "
             f"({len(test.failures)}/{len(test.attempts)} attempts failed, then passed)\n"
         )
     sys.stdout.flush()
@@ -128,7 +120,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
             "merged": "merged into",
         }[filed.action]
         sys.stdout.write(
-            f"flakewarden: {filed.test_id}: {what} #{filed.number} "
+            f"flakewarden: {one_line(filed.test_id)}: {what} #{filed.number} "
             f"({filed.hits} hits) {filed.url}\n"
         )
     message = result.warning(len(flaky))

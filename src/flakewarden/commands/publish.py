@@ -7,13 +7,13 @@ artifact): the same GitHub Actions output ``flakewarden run`` gives at its end.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from .. import gha
-from ..errors import ReportError, UsageError
+from ..errors import ReportMissing, UsageError
 from ..model import ExitCode, RunReport
+from ..reports import REPORT_JSON, read_report
 
 
 def register(subparsers: Any) -> None:
@@ -42,20 +42,11 @@ def register(subparsers: Any) -> None:
 
 
 def load_report(report_dir: Path) -> RunReport:
-    """Read ``report.json``; every failure becomes a ``ReportError`` saying which file."""
-    path = report_dir / "report.json"
+    """Read ``report.json``; a missing one is a usage error (exit 4), a bad one exit 3."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{path} not found; point --report-dir at a flakewarden report") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportError(f"cannot read {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise ReportError(f"{path} is not a flakewarden report (not a JSON object)")
-    try:
-        return RunReport.from_json(data)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ReportError(f"{path} is not a valid flakewarden report: {exc}") from None
+        return read_report(report_dir / REPORT_JSON)
+    except ReportMissing as exc:
+        raise UsageError(str(exc)) from None
 
 
 def publish(args: argparse.Namespace) -> int:

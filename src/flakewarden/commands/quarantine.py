@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..config import Config, load
+from ..console import one_line
 from ..errors import UsageError
 from ..model import ExitCode
 from .issues import add_github_options
@@ -118,22 +119,24 @@ def run_quarantine(args: argparse.Namespace) -> int:
         client.close()
     url = target.issue.html_url
     if unmet:
-        sys.stdout.write(f"flakewarden: quarantine of {args.test_id} refused:\n")
+        sys.stdout.write(f"flakewarden: quarantine of {one_line(args.test_id)} refused:\n")
         for condition in unmet:
             head, _, detail = condition.partition("\n")
-            sys.stdout.write(f"  - {head}\n")
+            sys.stdout.write(f"  - {one_line(head)}\n")
             for line in detail.splitlines():
-                sys.stdout.write(f"      {line}\n")
+                sys.stdout.write(f"      {one_line(line)}\n")
         sys.stdout.write(f"flakewarden: the refusal is recorded on #{target.issue.number} {url}\n")
         return int(ExitCode.TESTS_FAILED)
     since = target.issue.marker.get("quarantined_at")
     if q.QUARANTINED in target.labels:
         sys.stdout.write(
-            f"flakewarden: {args.test_id} is already quarantined "
+            f"flakewarden: {one_line(args.test_id)} is already quarantined "
             f"(since {since or 'an unknown date'}) #{target.issue.number} {url}\n"
         )
     else:
-        sys.stdout.write(f"flakewarden: quarantined {args.test_id}: #{target.issue.number} {url}\n")
+        sys.stdout.write(
+            f"flakewarden: quarantined {one_line(args.test_id)}: #{target.issue.number} {url}\n"
+        )
     return int(ExitCode.OK)
 
 

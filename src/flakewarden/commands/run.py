@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Optional, TypeVar
 
 from ..config import load as load_config
+from ..console import one_line
 from ..errors import UsageError
 from ..model import ExitCode, Outcome, RunReport
 from ..reports import write_reports
@@ -98,7 +99,7 @@ def _pick(given: Optional[T], configured: T) -> T:
 
 
 def say(message: str) -> None:
-    sys.stdout.write(f"flakewarden: {message}\n")
+    sys.stdout.write(f"flakewarden: {one_line(message)}\n")
     sys.stdout.flush()
 
 
@@ -177,18 +178,18 @@ def quarantined_set(args: argparse.Namespace) -> frozenset[str]:
 
 def console_summary(report: RunReport, shown_dir: Path) -> None:
     for problem in report.problems:
-        sys.stderr.write(f"flakewarden: {problem}\n")
+        sys.stderr.write(f"flakewarden: {one_line(problem)}\n")
     if report.coverage is not None:
         for error in report.coverage.errors:
-            sys.stderr.write(f"flakewarden: coverage: {error}\n")
+            sys.stderr.write(f"flakewarden: coverage: {one_line(error)}\n")
     for test in report.with_outcome(Outcome.FLAKY):
         failed = len(test.failures)
         print(
-            f"FLAKY-TEST-DETECTED: {test.id} "
+            f"FLAKY-TEST-DETECTED: {one_line(test.id)} "
             f"({failed}/{len(test.attempts)} attempts failed, then passed)"
         )
     for test in report.with_outcome(Outcome.QUARANTINED):
-        print(f"QUARANTINED-TEST-FAILED: {test.id} (does not fail the job)")
+        print(f"QUARANTINED-TEST-FAILED: {one_line(test.id)} (does not fail the job)")
     totals = report.totals
     extra = []
     if report.coverage is not None and report.coverage.percent is not None:
@@ -209,4 +210,4 @@ def console_summary(report: RunReport, shown_dir: Path) -> None:
     )
     if report.exit_code not in (ExitCode.OK, ExitCode.TESTS_FAILED) and report.problems:
         # The one line a user acts on, last.
-        sys.stderr.write(f"flakewarden: error: {report.problems[0]}\n")
+        sys.stderr.write(f"flakewarden: error: {one_line(report.problems[0])}\n")

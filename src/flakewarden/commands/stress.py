@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from ..console import one_line
 from ..errors import GitHubError, UsageError
 from ..flake_issues import FlakeTracker, RunContext
 from ..github_api import GitHubClient
@@ -79,14 +80,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _say(message: str) -> None:
-    sys.stderr.write(f"flakewarden stress: {message}\n")
+    sys.stderr.write(f"flakewarden stress: {one_line(message)}\n")
     sys.stderr.flush()
 
 
 def _show(verdict: Verdict, report_dir: Path) -> None:
     allowed = "allowed" if verdict.quarantine_allowed else "refused"
-    print(f"{verdict.test_id}: {verdict.verdict} (quarantine {allowed})")
-    print(f"  {verdict.reason}")
+    print(f"{one_line(verdict.test_id)}: {verdict.verdict} (quarantine {allowed})")
+    print(f"  {one_line(verdict.reason)}")
     print(f"  rule: {verdict.rule}")
     print(f"  evidence: {report_dir / 'verdict.md'}")
     entry = verdict.known_race_entry()

@@ -761,3 +761,21 @@ def test_a_test_id_with_a_line_break_cannot_emit_a_workflow_command(
     [warning] = parse_commands(result.stdout)
     assert warning[0] == "warning"
     assert warning[1]["title"] == f"Flaky test: {test_id}"  # escaped, not split
+
+
+def test_report_dir_never_deletes_what_flakewarden_did_not_write(project: Project) -> None:
+    project.write("tests/test_ok.py", "def test_ok():\n    pass\n")
+    keep = project.write("attempts/important.txt", "user data")
+    result = project.run(report_dir=".")
+    assert result.returncode == 4
+    assert "already holds attempts that flakewarden did not write" in result.stderr
+    assert keep.read_text() == "user data"
+    # An empty or new directory is fine, and a second run replaces the first one's report.
+    first = project.run(report_dir="out")
+    assert first.returncode == 0
+    stale = first.report_dir / "attempts" / "9"
+    stale.mkdir()
+    second = project.run(report_dir="out")
+    assert second.returncode == 0
+    assert not stale.exists()
+    assert (second.report_dir / ".flakewarden-report").exists()

@@ -569,3 +569,19 @@ def test_comment_is_fail_open_without_an_issue(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0
     assert "verdict not commented" in result.stderr
+
+
+def test_stress_report_dir_never_deletes_what_flakewarden_did_not_write(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    (mine / "processes").mkdir(parents=True)
+    (mine / "processes" / "notes.txt").write_text("user data", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "flakewarden", "stress", "t.py::test_x", "--report-dir",
+         str(mine), "--", *PYTEST],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert result.returncode == 4
+    assert "already holds processes that flakewarden did not write" in result.stderr
+    assert (mine / "processes" / "notes.txt").read_text(encoding="utf-8") == "user data"

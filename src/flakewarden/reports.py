@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
-from .errors import ReportError, ReportMissing
+from .errors import ReportError, ReportMissing, UsageError
 from .junit import write_junit
 from .model import RunReport
 from .summary import render_summary
@@ -17,6 +19,40 @@ REPORT_JSON = "report.json"
 RERUN_REPORT = "rerun-report.txt"
 JUNIT_XML = "junit.xml"
 SUMMARY_MD = "summary.md"
+
+
+SENTINEL = ".flakewarden-report"  # marks a directory whose report files are ours to replace
+
+
+def claim_directory(directory: Path, owned: Sequence[str]) -> None:
+    """Make ``directory`` ours and clear what an earlier run left there, and only that.
+
+    It is cleared only when a sentinel says flakewarden wrote it; a directory that
+    holds files of the ``owned`` names which flakewarden did not write is
+    refused, so ``--report-dir .`` can never delete a user's files.
+    """
+    sentinel = directory / SENTINEL
+    if directory.is_dir() and not sentinel.exists():
+        clashing = [name for name in owned if (directory / name).exists()]
+        if clashing:
+            raise UsageError(
+                f"--report-dir {directory} already holds {', '.join(clashing)} that "
+                "flakewarden did not write; choose a new or empty directory"
+            )
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in owned:
+            path = directory / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        sentinel.write_text(
+            "This directory holds a flakewarden report; flakewarden replaces it on every run.\n",
+            encoding="utf-8",
+        )
+    except OSError as exc:
+        raise UsageError(f"cannot use --report-dir {directory}: {exc.strerror}") from exc
 
 
 def write_text_atomic(path: Path, text: str) -> None:

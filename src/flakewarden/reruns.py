@@ -37,6 +37,7 @@ from .model import (
     first_line,
 )
 from .process import Interrupted, plugin_dir, plugin_env, resolve_executable, run_child
+from .reports import claim_directory
 from .results import ProcessResults, read_results
 
 
@@ -88,19 +89,15 @@ def now_iso() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def prepare_report_dir(report_dir: Path) -> None:
-    """Clear what an earlier run left in the report dir, and only that."""
-    report_dir.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(report_dir / "attempts", ignore_errors=True)
-    for name in (
-        "report.json",
-        "rerun-report.txt",
-        "junit.xml",
-        "summary.md",
-        ".coverage",
-        "coverage.xml",
-    ):
-        (report_dir / name).unlink(missing_ok=True)
+REPORT_FILES = (
+    "attempts",
+    "report.json",
+    "rerun-report.txt",
+    "junit.xml",
+    "summary.md",
+    ".coverage",
+    "coverage.xml",
+)
 
 
 def coverage_command(command: Sequence[str], cwd: Path) -> list[str]:
@@ -140,7 +137,7 @@ def run_attempts(options: RunOptions, say: Say) -> RunReport:
     """Run the attempts, fold them into a ``RunReport`` (not yet written)."""
     started_at, started = now_iso(), time.monotonic()
     resolve_executable(options.command, options.cwd)
-    prepare_report_dir(options.report_dir)
+    claim_directory(options.report_dir, REPORT_FILES)
     state = _State()
 
     command = list(options.command)

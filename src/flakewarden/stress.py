@@ -19,7 +19,6 @@ exit code: a collection or plugin error is not a test failure.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 from typing import Optional
@@ -28,6 +27,7 @@ from . import pytest_args
 from .errors import UsageError
 from .model import AttemptOutcome, first_line
 from .process import plugin_dir, resolve_executable
+from .reports import claim_directory
 from .stress_causes import order_phase, seed_phase
 from .stress_runs import NO_RANDOMLY, Job, Runner, StressOptions, log_tail
 from .stress_timing import timing_phase
@@ -45,8 +45,7 @@ class Stress(Runner):
     def run(self) -> Verdict:
         resolve_executable(self.options.command, self.options.cwd)
         report_dir = self.options.report_dir
-        shutil.rmtree(report_dir / "processes", ignore_errors=True)
-        report_dir.mkdir(parents=True, exist_ok=True)
+        claim_directory(report_dir, ("processes", "verdict.json", "verdict.md"))
         with plugin_dir() as plugin:
             self.plugin = plugin
             return self._phases()

@@ -320,6 +320,7 @@ def test_publish_writes_annotations_summary_and_outputs(
         "failed": "0",
         "flaky": "1",
         "quarantined": "0",
+        "quarantine-known": "0",
         "report-dir": str(tmp_path / "report"),
         "coverage": "91.26",
     }

@@ -173,6 +173,7 @@ def outputs_for(report: RunReport, report_dir: Path) -> dict[str, str]:
         "failed": str(totals.failed + totals.error),
         "flaky": str(totals.flaky),
         "quarantined": str(totals.quarantined),
+        "quarantine-known": str(len(report.quarantine_known)),
         "report-dir": str(report_dir),
         "coverage": "" if percent is None else f"{percent:.2f}",
     }

@@ -376,6 +376,7 @@ class RunReport:
     problems: list[str] = dataclasses.field(default_factory=list)
     max_failures: int = 10
     reruns: int = 2
+    quarantine_known: list[str] = dataclasses.field(default_factory=list)  # the set in force
 
     @property
     def totals(self) -> Totals:
@@ -407,6 +408,7 @@ class RunReport:
             "cutoff": self.cutoff,
             "interrupted": self.interrupted,
             "problems": self.problems,
+            "quarantine_known": self.quarantine_known,
             "totals": self.totals.to_json(),
             "coverage": None if self.coverage is None else self.coverage.to_json(),
             "attempts": [a.to_json() for a in self.attempts],
@@ -439,4 +441,5 @@ class RunReport:
             problems=[str(p) for p in data.get("problems", [])],
             max_failures=int(data.get("max_failures", 10)),
             reruns=int(data.get("reruns", 2)),
+            quarantine_known=[str(i) for i in data.get("quarantine_known", [])],
         )

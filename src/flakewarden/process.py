@@ -72,6 +72,7 @@ def plugin_env(
     env["FLAKEWARDEN_RESULTS"] = str(results)
     # A new run: whatever pytest an outer run started is not this one's owner.
     env.pop("FLAKEWARDEN_OWNER_PID", None)
+    env.pop("FLAKEWARDEN_GITHUB_TOKEN", None)  # ours alone, never the tests'
     env.pop("FLAKEWARDEN_SELECT", None)
     if select is not None:
         env["FLAKEWARDEN_SELECT"] = str(select)

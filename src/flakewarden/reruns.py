@@ -184,6 +184,7 @@ def run_attempts(options: RunOptions, say: Say) -> RunReport:
         problems=state.problems,
         max_failures=options.max_failures,
         reruns=options.reruns,
+        quarantine_known=sorted(options.quarantined),
     )
     if measure and state.attempts:
         report.coverage = _merge_coverage(options, state, fail_under)

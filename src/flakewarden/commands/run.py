@@ -153,7 +153,9 @@ def quarantined_set(args: argparse.Namespace) -> frozenset[str]:
         from ..quarantine import read_quarantined_file
 
         found = read_quarantined_file(args.quarantined_file)
-    token, repository = os.environ.get("GITHUB_TOKEN"), os.environ.get("GITHUB_REPOSITORY")
+    # The action hands its token over under our own name, so the tests never see it.
+    token = os.environ.get("FLAKEWARDEN_GITHUB_TOKEN") or os.environ.get("GITHUB_TOKEN")
+    repository = os.environ.get("GITHUB_REPOSITORY")
     use_github = args.quarantine_from_github
     if use_github is None:
         use_github = bool(token and repository) and args.quarantined_file is None
@@ -164,7 +166,7 @@ def quarantined_set(args: argparse.Namespace) -> frozenset[str]:
         try:
             if not repository or repository.count("/") != 1:
                 raise GitHubError("GITHUB_REPOSITORY is not set to owner/repo")
-            found |= fetch_quarantined_set(repository)
+            found |= fetch_quarantined_set(repository, token=token)
         except GitHubError as exc:
             warn(
                 f"cannot read the quarantined tests from GitHub ({exc}); "

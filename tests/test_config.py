@@ -158,3 +158,14 @@ def test_run_with_a_bad_config_exits_4(project: Project) -> None:
         "got 'lots'"
     )
     assert not (result.report_dir / "report.json").exists()
+
+
+def test_no_fail_on_flaky_overrides_the_file(project: Project) -> None:
+    project.write("flakewarden.yml", "fail_on_flaky: true\n")
+    project.write("tests/test_flaky.py", flaky_module("flaky"))
+    strict = project.run("--config", "flakewarden.yml", report_dir="r1")
+    assert strict.returncode == 1
+    (project.root / "tests" / ".counter-flaky").unlink()
+    relaxed = project.run("--config", "flakewarden.yml", "--no-fail-on-flaky", report_dir="r2")
+    assert relaxed.returncode == 0
+    assert relaxed.outcomes == {"tests/test_flaky.py::test_flaky": "flaky"}

@@ -50,9 +50,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--fail-on-flaky",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
-        help="exit 1 when a test was flaky",
+        help="exit 1 when a test was flaky (--no-fail-on-flaky overrides the config file)",
     )
     parser.add_argument(
         "--report-dir",

@@ -187,6 +187,18 @@ def test_issue_whose_marker_was_deleted_is_found_by_title(emulator: GitHubEmulat
     assert read_marker(body)["id"] == tid and body.endswith("our notes only")
 
 
+def test_deleted_marker_of_an_id_with_folded_whitespace_is_found_by_title(
+    emulator: GitHubEmulator,
+) -> None:
+    tid = "tests/test_x.py::test_p[a  b\nc]"  # the title folds the spaces and the break
+    emulator.add_issue("flake: tests/test_x.py::test_p[a b c]", "our notes only", (LABEL,))
+    result = _file(emulator, [flaky(tid)])
+    assert [(f.action, f.number) for f in result.filed] == [("recurred", 1)]
+    marker = read_marker(emulator.issues[1]["body"])
+    assert marker is not None and marker["id"] == tid and "from_title" not in marker
+    assert len(emulator.issues) == 1
+
+
 def test_existing_label_is_not_recreated_and_lookup_is_by_listing(emulator: GitHubEmulator) -> None:
     emulator.add_label(LABEL, "000000")
     _file(emulator, [flaky("a::b"), flaky("a::c")])

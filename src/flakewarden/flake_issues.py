@@ -45,6 +45,19 @@ def title_for(test_id: str) -> str:
     return title if len(title) <= TITLE_LIMIT else title[: TITLE_LIMIT - 1] + "…"
 
 
+def issues_for(index: Mapping[str, list[FlakeIssue]], test_id: str) -> list[FlakeIssue]:
+    """The issues of ``test_id``: by marker, else by the title a deleted marker leaves.
+
+    The title folds whitespace, so an id holding a line break or a double space
+    is found again through its title rather than filed twice.
+    """
+    found = index.get(test_id)
+    if found:
+        return found
+    titled = index.get(title_for(test_id)[len(TITLE_PREFIX) :], [])
+    return [issue for issue in titled if issue.marker.get("from_title")]
+
+
 @dataclasses.dataclass
 class RunContext:
     """Where this run happened, from the GitHub Actions environment."""
@@ -145,7 +158,12 @@ def _marker_of(item: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     # An issue whose marker a human deleted is still recognised by its exact title.
     title = str(item.get("title") or "")
     if title.startswith(TITLE_PREFIX) and not title.endswith("…"):
-        return {"id": title[len(TITLE_PREFIX) :], "hits": 0, "first": item.get("created_at")}
+        return {
+            "id": title[len(TITLE_PREFIX) :],
+            "hits": 0,
+            "first": item.get("created_at"),
+            "from_title": True,
+        }
     return None
 
 
@@ -330,7 +348,7 @@ def file_flakes(
     created: dict[str, FlakeIssue] = {}
     for position, test in enumerate(tests):
         try:
-            filed = _file_one(tracker, test, index.get(test.id, []), ctx, now, created)
+            filed = _file_one(tracker, test, issues_for(index, test.id), ctx, now, created)
         except GitHubError as exc:
             result.errors.append(f"{test.id}: {exc}")
             result.not_filed.append(test.id)
@@ -362,6 +380,7 @@ def _file_one(
         marker = {**open_issues[0].marker, **issue.marker}
         marker.update(id=test.id, hits=int(marker.get("hits", 0)) + 1, last=stamp)
         marker.setdefault("first", stamp)
+        marker.pop("from_title", None)  # the marker line is written back: found by id again
         issue = tracker.update(issue, marker)
         tracker.comment(issue.number, recurrence_comment(test, ctx, marker["hits"], False))
         for extra in open_issues[1:]:  # duplicates a crashed job left behind
@@ -373,6 +392,7 @@ def _file_one(
         marker = {**closed[0].marker, **issue.marker}
         marker.update(id=test.id, hits=int(marker.get("hits", 0)) + 1, last=stamp)
         marker.setdefault("first", stamp)
+        marker.pop("from_title", None)  # the marker line is written back: found by id again
         issue = tracker.update(issue, marker, state="open", state_reason="reopened")
         tracker.comment(issue.number, recurrence_comment(test, ctx, marker["hits"], True))
         return Filed(test.id, "reopened", issue.number, issue.html_url, marker["hits"])

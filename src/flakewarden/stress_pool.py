@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import signal
 import subprocess
 import sys
@@ -22,7 +23,16 @@ from typing import Optional
 from .process import Interrupted, spawn, stop_group
 
 POLL_SECONDS = 0.02
-BURNER_CODE = "while True:\n    pass\n"
+# Spins one core until its parent is gone: a stress run that is killed outright
+# (SIGKILL, an OOM kill, a CI timeout) must not leave burners behind.
+BURNER_CODE = (
+    "# flakewarden burner\n"
+    "import os, sys\n"
+    "parent = int(sys.argv[1])\n"
+    "while os.getppid() == parent:\n"
+    "    for _ in range(100_000):\n"
+    "        pass\n"
+)
 
 
 @dataclasses.dataclass
@@ -75,7 +85,7 @@ def burners(count: int) -> Iterator[None]:
     """``count`` processes spinning on a CPU each, for as long as the block runs."""
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", BURNER_CODE],
+            [sys.executable, "-c", BURNER_CODE, str(os.getpid())],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

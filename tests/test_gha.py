@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
+from report_builders import result
 from workflow_commands import parse_commands, runner_lines
 
 from flakewarden import gha
 from flakewarden.model import (
     Attempt,
-    AttemptOutcome,
-    AttemptResult,
     CoverageSummary,
     Outcome,
     RunReport,
@@ -26,32 +25,6 @@ from flakewarden.model import (
 )
 
 # -- report builders -----------------------------------------------------------
-
-
-def result(
-    test_id: str,
-    outcome: Outcome,
-    *,
-    failures: int = 1,
-    runs: int = 2,
-    message: str = "assert 1 == 2",
-    file: str = "tests/test_a.py",
-    line: Optional[int] = 7,
-) -> TestResult:
-    attempts = []
-    for number in range(1, runs + 1):
-        failed = number <= failures
-        attempts.append(
-            AttemptResult(
-                attempt=number,
-                outcome=AttemptOutcome.FAILED if failed else AttemptOutcome.PASSED,
-                duration=0.01,
-                phase="call" if failed else "",
-                message=message if failed else "",
-                longrepr=f"E   {message}" if failed else "",
-            )
-        )
-    return TestResult(test_id, file, line, outcome, attempts)
 
 
 def report(

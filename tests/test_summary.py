@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 import pytest
+from report_builders import result
 
 from flakewarden.model import (
     Attempt,
-    AttemptOutcome,
-    AttemptResult,
     CoverageSummary,
     Outcome,
     RunReport,
@@ -19,29 +17,6 @@ from flakewarden.model import (
 from flakewarden.summary import SUMMARY_LIMIT, escape_markdown, render_summary
 
 MIB = 1024 * 1024
-
-
-def result(
-    test_id: str,
-    outcome: Outcome,
-    *,
-    failures: int = 1,
-    runs: int = 2,
-    message: str = "assert 1 == 2",
-    file: str = "tests/test_a.py",
-    line: Optional[int] = 7,
-) -> TestResult:
-    attempts = [
-        AttemptResult(
-            attempt=n,
-            outcome=AttemptOutcome.FAILED if n <= failures else AttemptOutcome.PASSED,
-            duration=0.01,
-            phase="call" if n <= failures else "",
-            message=message if n <= failures else "",
-        )
-        for n in range(1, runs + 1)
-    ]
-    return TestResult(test_id, file, line, outcome, attempts)
 
 
 def report(tests: list[TestResult], *, exit_code: int = 0, **extra: object) -> RunReport:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
+import pytest
 from github_emulator import GitHubEmulator
 
 from flakewarden.github_api import GitHubClient
@@ -108,3 +109,27 @@ ACTIONS_ENV = {
     "GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567",
     "GITHUB_REF_NAME": "main",
 }
+
+
+def emulator_env(
+    monkeypatch: pytest.MonkeyPatch, emu: Optional[GitHubEmulator], token: Optional[str] = None
+) -> None:
+    """A GitHub Actions job's environment pointed at ``emu`` (or at nothing, with ``None``).
+
+    The real client is used, but its pauses between writes are recorded instead of slept.
+    """
+    for key, value in ACTIONS_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    real = GitHubClient.from_env
+    monkeypatch.setattr(
+        GitHubClient,
+        "from_env",
+        lambda token=None, env=None, **kw: real(token, env, **{**kw, "sleep": FakeSleep()}),
+    )
+    if emu is not None:
+        monkeypatch.setenv("GITHUB_API_URL", emu.url)
+        monkeypatch.setenv("GITHUB_TOKEN", token or emu.token)
+    else:
+        monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+        monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")

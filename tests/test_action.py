@@ -23,7 +23,7 @@ from typing import Any, Optional, Union
 
 import pytest
 import yaml
-from workflow_commands import parse_commands
+from workflow_commands import parse_commands, read_output_file
 
 REPO = Path(__file__).resolve().parents[1]
 ACTION = REPO / "action.yml"
@@ -211,30 +211,6 @@ def scalar(value: Any) -> str:
 
 def load_action() -> dict[str, Any]:
     return yaml.safe_load(ACTION.read_text(encoding="utf-8"))
-
-
-def read_output_file(path: Path) -> dict[str, str]:
-    """``$GITHUB_OUTPUT`` as the runner reads it: ``k=v`` lines and ``k<<DELIM`` blocks."""
-    values: dict[str, str] = {}
-    lines = path.read_text(encoding="utf-8").split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i].rstrip("\r")
-        i += 1
-        if not line:
-            continue
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            key, delimiter = line.split("<<", 1)
-            body = []
-            while lines[i].rstrip("\r") != delimiter:
-                body.append(lines[i])
-                i += 1
-            i += 1
-            values[key] = "\n".join(body)
-        else:
-            key, value = line.split("=", 1)
-            values[key] = value
-    return values
 
 
 @dataclasses.dataclass

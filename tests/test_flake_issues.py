@@ -7,18 +7,20 @@ import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 from github_emulator import Fault, GitHubEmulator, LoggedRequest
 from github_fixtures import (
-    ACTIONS_ENV,
     FakeSleep,
     checked_emulator,
     flaky,
     make_client,
     passed,
     write_report,
+)
+from github_fixtures import (
+    emulator_env as _env,
 )
 
 from flakewarden.cli import main
@@ -313,27 +315,6 @@ def test_permission_error_stops_after_the_first_refusal() -> None:
 
 
 # -- the command ----------------------------------------------------------------------------
-
-
-def _env(
-    monkeypatch: pytest.MonkeyPatch, emu: Optional[GitHubEmulator], token: Optional[str] = None
-) -> None:
-    for key, value in ACTIONS_ENV.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    # The real client, but its pauses between writes are recorded instead of slept.
-    real = GitHubClient.from_env
-    monkeypatch.setattr(
-        GitHubClient,
-        "from_env",
-        lambda token=None, env=None, **kw: real(token, env, sleep=FakeSleep(), **kw),
-    )
-    if emu is not None:
-        monkeypatch.setenv("GITHUB_API_URL", emu.url)
-        monkeypatch.setenv("GITHUB_TOKEN", token or emu.token)
-    else:
-        monkeypatch.delenv("GITHUB_TOKEN", raising=False)
-        monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")
 
 
 def _report(tmp_path: Path) -> Path:

@@ -13,7 +13,7 @@ from typing import Optional
 
 import pytest
 from report_builders import result
-from workflow_commands import parse_commands, runner_lines
+from workflow_commands import parse_commands, read_output_file, runner_lines
 
 from flakewarden import gha
 from flakewarden.model import (
@@ -226,30 +226,6 @@ def test_missing_line_attaches_file_only() -> None:
 
 
 # -- outputs and publish ---------------------------------------------------------
-
-
-def read_output_file(path: Path) -> dict[str, str]:
-    """Parse ``$GITHUB_OUTPUT`` as the runner does: ``k=v`` lines and ``k<<DELIM`` blocks."""
-    values: dict[str, str] = {}
-    lines = path.read_text(encoding="utf-8").split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line:
-            continue
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            key, delimiter = line.split("<<", 1)
-            body = []
-            while lines[i] != delimiter:
-                body.append(lines[i])
-                i += 1
-            i += 1
-            values[key] = "\n".join(body)
-        else:
-            key, value = line.split("=", 1)
-            values[key] = value
-    return values
 
 
 @pytest.mark.parametrize(

@@ -7,16 +7,23 @@ import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 from conftest import Project
 from github_emulator import Fault, GitHubEmulator
-from github_fixtures import ACTIONS_ENV, FakeSleep, checked_emulator, flaky, passed, write_report
+from github_fixtures import (
+    checked_emulator,
+    flaky,
+    passed,
+    write_report,
+)
+from github_fixtures import (
+    emulator_env as _env,
+)
 
 from flakewarden.cli import main
 from flakewarden.flake_issues import LABEL, iso, title_for
-from flakewarden.github_api import GitHubClient
 from flakewarden.marker import format_marker, read_marker
 from flakewarden.model import AttemptOutcome, AttemptResult, Outcome, TestResult
 from flakewarden.quarantine import (
@@ -42,20 +49,6 @@ def cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / ".git").mkdir()  # stops the search for a default config here
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-def _env(monkeypatch: pytest.MonkeyPatch, emu: GitHubEmulator, token: Optional[str] = None) -> None:
-    for key, value in ACTIONS_ENV.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    real = GitHubClient.from_env
-    monkeypatch.setattr(
-        GitHubClient,
-        "from_env",
-        lambda token=None, env=None, **kw: real(token, env, **{**kw, "sleep": FakeSleep()}),
-    )
-    monkeypatch.setenv("GITHUB_API_URL", emu.url)
-    monkeypatch.setenv("GITHUB_TOKEN", token or emu.token)
 
 
 def _seed(

@@ -9,6 +9,7 @@ step emits.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Optional
 
 RUNNER_COMMANDS = {
@@ -94,3 +95,27 @@ def parse_commands(stdout: str) -> list[tuple[str, dict[str, str], str]]:
             continue
         found.append(command)
     return found
+
+
+def read_output_file(path: Path) -> dict[str, str]:
+    """``$GITHUB_OUTPUT`` as the runner reads it: ``k=v`` lines and ``k<<DELIM`` blocks."""
+    values: dict[str, str] = {}
+    lines = path.read_text(encoding="utf-8").split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i].rstrip("\r")
+        i += 1
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            key, delimiter = line.split("<<", 1)
+            body = []
+            while lines[i].rstrip("\r") != delimiter:
+                body.append(lines[i])
+                i += 1
+            i += 1
+            values[key] = "\n".join(body)
+        else:
+            key, value = line.split("=", 1)
+            values[key] = value
+    return values

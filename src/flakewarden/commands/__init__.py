@@ -16,6 +16,7 @@ from types import ModuleType
 
 COMMANDS: tuple[str, ...] = (
     "run",
+    "quarantined",
     "publish",
     "issues",
     "digest",

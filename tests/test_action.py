@@ -983,10 +983,24 @@ def test_an_empty_token_is_reported_by_the_input_that_sets_it(runner: Runner) ->
     make_project(runner.workspace)
     emulator_env(runner, "http://127.0.0.1:9", "octo-org/octo-repo", "46")
     run = runner.run({"working-directory": "project", "github-token": ""})
-    assert run.step("quarantine").condition is False
     issues = run.step("issues")
     assert issues.returncode == 0
     [(name, _, message)] = parse_commands(issues.stdout)
     assert name == "warning"
     assert "github-token input" in message
     assert "GITHUB_TOKEN" not in message and "--token" not in message
+    assert run.step("quarantine").condition is False  # nothing to read the set with
+
+
+def test_a_token_in_the_jobs_environment_is_called_out(runner: Runner) -> None:
+    """A job-wide GITHUB_TOKEN reaches the tests whatever the action does: say so."""
+    make_project(runner.workspace)
+    runner.extra_env["GITHUB_TOKEN"] = "ghs_joblevel" + "0" * 24
+    run = runner.run({"working-directory": "project", "file-issues": "false"})
+    warnings = [
+        data for name, _, data in parse_commands(run.step("run").stdout) if name == "warning"
+    ]
+    [callout] = [w for w in warnings if "job's environment" in w]
+    assert "GITHUB_TOKEN or GH_TOKEN" in callout
+    assert "github-token input" in callout
+    assert "ghs_joblevel" not in run.step("run").stdout

@@ -27,6 +27,7 @@ NO_EXPRESSIONS_IN_RUN = (
     "examples/workflows/minimal.yml",
     "examples/workflows/coverage-gate.yml",
     "examples/workflows/matrix.yml",
+    "examples/workflows/issues-in-own-job.yml",
 )
 
 

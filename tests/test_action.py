@@ -1004,3 +1004,22 @@ def test_a_token_in_the_jobs_environment_is_called_out(runner: Runner) -> None:
     assert "GITHUB_TOKEN or GH_TOKEN" in callout
     assert "github-token input" in callout
     assert "ghs_joblevel" not in run.step("run").stdout
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs procfs")
+def test_a_runner_that_exports_inputs_still_keeps_the_token_from_the_tests(
+    runner: Runner,
+) -> None:
+    """act exports every input as INPUT_<NAME> to every step; the tests' step empties it."""
+    import secrets
+
+    token = "ghs_" + secrets.token_hex(18)
+    project = make_project(runner.workspace)
+    (project / "tests" / "test_scan.py").write_text(
+        TOKEN_SCAN_TEST.format(token_hex=token.encode().hex()), encoding="utf-8"
+    )
+    runner.extra_env["INPUT_GITHUB-TOKEN"] = token  # what act adds to every step
+    run = runner.run({"working-directory": "project", "file-issues": "false"})
+    step = run.step("run")
+    assert step.returncode == 0, step.stdout + step.stderr
+    assert run.outputs["passed"] == "2"  # test_ok and the scan

@@ -839,7 +839,7 @@ def test_quarantined_failure_keeps_the_job_green_and_is_counted(runner: Runner) 
     outcomes = {t["id"]: t["outcome"] for t in report["tests"]}
     assert outcomes[test_id] == "quarantined"
     assert report["quarantine_known"] == [test_id]
-    # The token reached flakewarden (it read the set) but not the tests (they would fail).
+    # The step before the tests read the set with the token; the tests never saw it.
     assert "still flaky" in json.dumps(report)
     assert run.step("issues").condition is True
     assert counted is not None and counted["runs"] == 1 and counted["failures"] == 1

@@ -16,12 +16,12 @@ from types import ModuleType
 
 COMMANDS: tuple[str, ...] = (
     "run",
-    "quarantined",
     "publish",
     "issues",
     "digest",
     "stress",
     "quarantine",
+    "quarantined",
     "release",
     "reevaluate",
 )

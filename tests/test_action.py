@@ -839,9 +839,187 @@ def test_quarantined_failure_keeps_the_job_green_and_is_counted(runner: Runner) 
     outcomes = {t["id"]: t["outcome"] for t in report["tests"]}
     assert outcomes[test_id] == "quarantined"
     assert report["quarantine_known"] == [test_id]
-    # The token reached flakewarden (it read the set) but not the tests (they would fail).
+    # The step before the tests read the set with the token; the tests never saw it.
     assert "still flaky" in json.dumps(report)
     assert run.step("issues").condition is True
     assert counted is not None and counted["runs"] == 1 and counted["failures"] == 1
     for each in run.steps:
         assert github.token not in each.stdout + each.stderr + each.summary
+
+
+# -- the token is out of the tests' reach -----------------------------------------------
+
+TOKEN_SCAN_TEST = """
+import os
+from pathlib import Path
+
+# Hex, so that neither this file nor its bytecode holds the token itself.
+TOKEN = bytes.fromhex("{token_hex}")
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def test_no_process_or_file_within_reach_holds_the_token():
+    found, action_processes = [], 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        for part in ("environ", "cmdline"):
+            data = _read(entry / part)
+            if data is None:
+                continue
+            if part == "environ" and b"FW_REPORT_DIR=" in data and entry.name != str(os.getpid()):
+                action_processes += 1
+            if TOKEN in data:
+                found.append(f"/proc/{{entry.name}}/{{part}}")
+    for root in (os.environ["RUNNER_TEMP"], os.environ["GITHUB_WORKSPACE"]):
+        for directory, _, names in os.walk(root):
+            for name in names:
+                data = _read(os.path.join(directory, name))
+                if data is not None and TOKEN in data:
+                    found.append(os.path.join(directory, name))
+    # The scan is live: it read the action's step shell and flakewarden itself.
+    assert action_processes >= 2, "could not read the action's own processes"
+    assert found == [], found
+"""
+
+
+def emulator_env(runner: Runner, url: str, repository: str, run_id: str) -> None:
+    runner.extra_env.update(
+        {
+            "GITHUB_API_URL": url,
+            "GITHUB_REPOSITORY": repository,
+            "GITHUB_SERVER_URL": "https://github.example",
+            "GITHUB_RUN_ID": run_id,
+        }
+    )
+
+
+def add_quarantined_test(project: Path) -> str:
+    (project / "tests" / "test_quarantined.py").write_text(
+        "def test_known_flake():\n    assert False, 'still flaky'\n", encoding="utf-8"
+    )
+    return "tests/test_quarantined.py::test_known_flake"
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs procfs")
+def test_no_process_holds_the_token_while_the_tests_run(runner: Runner) -> None:
+    """A test that scans every process's environ and cmdline it can read finds no token.
+
+    The token is used before the tests (the quarantined set) and after them (flake
+    issues), so each of those steps really held it; the tests' step never does.
+    """
+    import secrets
+
+    from github_emulator import GitHubEmulator
+
+    from flakewarden.marker import format_marker
+
+    token = "ghs_" + secrets.token_hex(18)  # unique: no other process on this machine has it
+    project = make_project(runner.workspace)
+    (project / "tests" / "test_scan.py").write_text(
+        TOKEN_SCAN_TEST.format(token_hex=token.encode().hex()), encoding="utf-8"
+    )
+    quarantined = add_quarantined_test(project)
+    with GitHubEmulator(token=token) as github:
+        github.add_issue(
+            f"flake: {quarantined}",
+            format_marker({"id": quarantined, "hits": 4, "quarantined_at": "2026-01-01T00:00:00Z"}),
+            labels=("flaky-test", "quarantined"),
+        )
+        emulator_env(runner, github.url, github.full_name, "44")
+        run = runner.run({"working-directory": "project", "github-token": token})
+        titles = sorted(issue["title"] for issue in github.issues.values())
+    step = run.step("run")
+    report = json.loads((Path(run.outputs["report-dir"]) / "report.json").read_text())
+    outcomes = {t["id"]: t for t in report["tests"]}
+    scan = outcomes["tests/test_scan.py::test_no_process_or_file_within_reach_holds_the_token"]
+    assert scan["outcome"] == "passed", [a["message"] for a in scan["attempts"]]
+    assert step.returncode == 0, step.stdout + step.stderr
+    # The step before the tests read the set with the token ...
+    assert run.step("quarantine").returncode == 0
+    assert outcomes[quarantined]["outcome"] == "quarantined"
+    # ... the step after filed the flakes with it ...
+    assert f"flake: {quarantined}" in titles
+    assert "flake: tests/test_flaky.py::test_sometimes" in titles
+    # ... and the tests' step never had it.
+    assert token not in step.env.values()
+    for each in run.steps:
+        assert token not in each.stdout + each.stderr + each.summary
+
+
+def test_the_quarantined_set_fails_open_in_its_own_step(runner: Runner, tmp_path: Path) -> None:
+    """GitHub unreachable: one warning, no test treated as quarantined, the run goes on."""
+    import socket
+
+    project = make_project(runner.workspace)
+    add_quarantined_test(project)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    emulator_env(runner, f"http://127.0.0.1:{port}", "octo-org/octo-repo", "45")
+    run = runner.run(
+        {"working-directory": "project", "file-issues": "false", "github-token": "ghs_x" * 8}
+    )
+    pre = run.step("quarantine")
+    assert pre.returncode == 0, pre.stdout + pre.stderr
+    [(name, _, message)] = parse_commands(pre.stdout)
+    assert name == "warning"
+    assert "cannot read the quarantined tests from GitHub" in message
+    assert "no test is treated as quarantined" in message
+    step = run.step("run")
+    assert step.returncode == 1  # the quarantined test's failure fails the job: nothing hidden
+    assert run.outputs["quarantined"] == "0"
+    assert "cannot read the quarantined tests" not in step.stdout  # said once, before
+
+
+def test_an_empty_token_is_reported_by_the_input_that_sets_it(runner: Runner) -> None:
+    make_project(runner.workspace)
+    emulator_env(runner, "http://127.0.0.1:9", "octo-org/octo-repo", "46")
+    run = runner.run({"working-directory": "project", "github-token": ""})
+    issues = run.step("issues")
+    assert issues.returncode == 0
+    [(name, _, message)] = parse_commands(issues.stdout)
+    assert name == "warning"
+    assert "github-token input" in message
+    assert "GITHUB_TOKEN" not in message and "--token" not in message
+    assert run.step("quarantine").condition is False  # nothing to read the set with
+
+
+def test_a_token_in_the_jobs_environment_is_called_out(runner: Runner) -> None:
+    """A job-wide GITHUB_TOKEN reaches the tests whatever the action does: say so."""
+    make_project(runner.workspace)
+    runner.extra_env["GITHUB_TOKEN"] = "ghs_joblevel" + "0" * 24
+    run = runner.run({"working-directory": "project", "file-issues": "false"})
+    warnings = [
+        data for name, _, data in parse_commands(run.step("run").stdout) if name == "warning"
+    ]
+    [callout] = [w for w in warnings if "job's environment" in w]
+    assert "GITHUB_TOKEN or GH_TOKEN" in callout
+    assert "github-token input" in callout
+    assert "ghs_joblevel" not in run.step("run").stdout
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs procfs")
+def test_a_runner_that_exports_inputs_still_keeps_the_token_from_the_tests(
+    runner: Runner,
+) -> None:
+    """act exports every input as INPUT_<NAME> to every step; the tests' step empties it."""
+    import secrets
+
+    token = "ghs_" + secrets.token_hex(18)
+    project = make_project(runner.workspace)
+    (project / "tests" / "test_scan.py").write_text(
+        TOKEN_SCAN_TEST.format(token_hex=token.encode().hex()), encoding="utf-8"
+    )
+    runner.extra_env["INPUT_GITHUB-TOKEN"] = token  # what act adds to every step
+    run = runner.run({"working-directory": "project", "file-issues": "false"})
+    step = run.step("run")
+    assert step.returncode == 0, step.stdout + step.stderr
+    assert run.outputs["passed"] == "2"  # test_ok and the scan

@@ -21,6 +21,7 @@ COMMANDS: tuple[str, ...] = (
     "digest",
     "stress",
     "quarantine",
+    "quarantined",
     "release",
     "reevaluate",
 )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..console import one_line
-from ..errors import GitHubError, UsageError
+from ..errors import GitHubError, ReportMissing, UsageError
 from ..flake_issues import FlakeTracker, RunContext
 from ..github_api import GitHubClient
 from ..model import ExitCode
@@ -70,6 +70,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="merge the verdict directories of several shards into one verdict (no runs)",
     )
     parser.add_argument(
+        "--expect-shards",
+        type=whole_number(1),
+        default=None,
+        metavar="N",
+        help="with --merge: fail unless exactly N shard directories are given "
+        "(a shard that did not finish is missing evidence)",
+    )
+    parser.add_argument(
         "--comment",
         action="store_true",
         help="comment the verdict on the test's flake issue and record it in the issue's "
@@ -97,16 +105,30 @@ def _show(verdict: Verdict, report_dir: Path) -> None:
             print(f"    {line}")
 
 
+def check_shard_count(directories: list[Path], expected: Optional[int]) -> None:
+    """A merge over fewer runners than were asked for is not the verdict that was asked for."""
+    got = len(directories)
+    if expected is not None and got != expected:
+        raise ReportMissing(
+            f"--merge got {got} shard director{'y' if got == 1 else 'ies'}"
+            f" but {expected} runners were asked for: a shard that did not finish is missing "
+            "evidence; rerun the failed shard jobs (no verdict written)"
+        )
+
+
 def handle(args: argparse.Namespace) -> int:
     report_dir: Path = args.report_dir
     if args.merge:
         if args.test_command:
             raise UsageError("--merge reads shard directories; it takes no test command")
+        check_shard_count(args.merge, args.expect_shards)
         shards = [read_verdict(directory) for directory in args.merge]
         if args.test_id and any(s.test_id != args.test_id for s in shards):
             raise UsageError(f"the shards are not all verdicts for {args.test_id}")
         verdict = merge_verdicts(shards, [str(d) for d in args.merge])
     else:
+        if args.expect_shards is not None:
+            raise UsageError("--expect-shards goes with --merge")
         if not args.test_id:
             raise UsageError(
                 "give the test's node id, e.g. "

@@ -150,7 +150,8 @@ def test_dropped_connection_is_retried(emulator: GitHubEmulator) -> None:
     assert len(emulator.log) == 2
 
 
-def test_unreachable_api_gives_up_and_names_the_url() -> None:
+def test_refused_connection_is_not_retried_and_names_the_url() -> None:
+    """Nothing listens there: asking again cannot help, so no backoff is spent on it."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, never listening: connections are refused
@@ -160,8 +161,9 @@ def test_unreachable_api_gives_up_and_names_the_url() -> None:
         )
         with pytest.raises(GitHubRequestError, match=f"127.0.0.1:{port}") as caught:
             client.get_json(ISSUES)
-    assert caught.value.status == 0
-    assert len(sleep.calls) == 2
+    assert caught.value.status == 0 and caught.value.final
+    assert "refused" in str(caught.value)
+    assert sleep.calls == [] and client.requests_sent == 1
 
 
 # -- rate limits ---------------------------------------------------------------------------

@@ -226,6 +226,10 @@ def owner_line(issue: Mapping[str, Any]) -> str:
     return "This issue has no assignee: assign the test's owner so someone decides."
 
 
+# Seconds reading the quarantined set may take in all (config ``quarantine_read_deadline``).
+QUARANTINE_READ_DEADLINE = 15.0
+
+
 def quarantined_issues(tracker: FlakeTracker) -> list[tuple[FlakeIssue, dict[str, Any]]]:
     """Open issues labelled ``flaky-test`` and ``quarantined``, with their raw API data."""
     found = []
@@ -242,15 +246,25 @@ def quarantined_issues(tracker: FlakeTracker) -> list[tuple[FlakeIssue, dict[str
 
 
 def fetch_quarantined_set(
-    repository: str, token: Optional[str] = None, client: Optional[GitHubClient] = None
+    repository: str,
+    token: Optional[str] = None,
+    client: Optional[GitHubClient] = None,
+    *,
+    deadline: float = QUARANTINE_READ_DEADLINE,
 ) -> frozenset[str]:
     """The ids of the quarantined tests; raises ``GitHubError`` when they cannot be read.
 
-    Quick to give up (one retry, short waits): a run must not stall on bookkeeping.
+    Quick to give up (one retry, short waits, everything within ``deadline``
+    seconds): a run must not stall on bookkeeping.
     """
     own = client is None
     client = client or GitHubClient.from_env(
-        token, max_retries=1, timeout=(5.0, 15.0), max_wait=30.0, secondary_wait=5.0
+        token,
+        max_retries=1,
+        timeout=(5.0, 15.0),
+        max_wait=30.0,
+        secondary_wait=5.0,
+        deadline=deadline,
     )
     try:
         tracker = FlakeTracker(client, repository)

@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         coverage=args.coverage,
         cov_fail_under=_pick(args.cov_fail_under, config.cov_fail_under),
         fail_on_flaky=_pick(args.fail_on_flaky, config.fail_on_flaky),
-        quarantined=quarantined_set(args),
+        quarantined=quarantined_set(args, config.quarantine_read_deadline),
         echo=None if args.quiet else sys.stdout.buffer,
     )
     on_actions = os.environ.get("GITHUB_ACTIONS") == "true"
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-def quarantined_set(args: argparse.Namespace) -> frozenset[str]:
+def quarantined_set(args: argparse.Namespace, deadline: float = 15.0) -> frozenset[str]:
     """The tests whose failures do not fail this run; none when the set cannot be read."""
     found: frozenset[str] = frozenset()
     if args.quarantined_file is not None:
@@ -166,7 +166,7 @@ def quarantined_set(args: argparse.Namespace) -> frozenset[str]:
         try:
             if not repository or repository.count("/") != 1:
                 raise GitHubError("GITHUB_REPOSITORY is not set to owner/repo")
-            found |= fetch_quarantined_set(repository, token=token)
+            found |= fetch_quarantined_set(repository, token=token, deadline=deadline)
         except GitHubError as exc:
             warn(
                 f"cannot read the quarantined tests from GitHub ({exc}); "

@@ -152,6 +152,9 @@ class GitHubClient:
         self._write_lock = threading.Lock()
         self._last_write = float("-inf")
         self.requests_sent = 0
+        # Set when a request used up all its retries: an outage is not probed again with
+        # backoff by every following request; each gets one try until one succeeds.
+        self._outage = False
 
     @classmethod
     def from_env(
@@ -220,6 +223,7 @@ class GitHubClient:
         what = f"{method} {urllib.parse.urlsplit(url).path}"
         failures = 0
         rate_limited = 0
+        retries = 0 if self._outage else self.max_retries
         while True:
             timeout = self._timeout(what)
             try:
@@ -246,7 +250,8 @@ class GitHubClient:
                     ) from None
                 failures += 1
                 self._check_deadline(what, f"{type(exc).__name__} after {failures} tries")
-                if failures > self.max_retries:
+                if failures > retries:
+                    self._outage = True
                     kind = "timed out" if isinstance(exc, requests.Timeout) else "failed"
                     raise GitHubRequestError(
                         f"{what} {kind} {failures} times ({type(exc).__name__}); "
@@ -262,7 +267,8 @@ class GitHubClient:
             status = response.status_code
             if status in RETRY_STATUSES:
                 failures += 1
-                if failures > self.max_retries:
+                if failures > retries:
+                    self._outage = True
                     raise GitHubRequestError(
                         f"{what} failed: GitHub answered {status} {failures} times; "
                         "GitHub may be having an outage, try again later",
@@ -284,6 +290,7 @@ class GitHubClient:
                     self._wait(wait, what)
                     continue
 
+            self._outage = False
             if status >= 400:
                 raise GitHubRequestError(self._error_message(what, response), status)
             return response

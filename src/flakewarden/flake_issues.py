@@ -21,7 +21,7 @@ from . import markdown as md
 from .errors import GitHubError
 from .flake_merge import absorb, adopt, dedup, duplicates_of
 from .flake_text import issue_body, malformed_comment, recurrence_comment
-from .github_api import GitHubClient, GitHubRequestError
+from .github_api import BODY_LIMIT, GitHubClient, GitHubRequestError
 from .marker import (
     hits_of,
     id_fields,
@@ -286,6 +286,11 @@ class FlakeTracker:
             body = replace_marker(issue.body, marker)
         except ValueError:
             raise MalformedMarker(issue.number, "not valid JSON") from None
+        if len(body) >= BODY_LIMIT:  # capping would cut the human text at the end
+            raise GitHubError(
+                f"issue #{issue.number}: its body is at GitHub's {BODY_LIMIT:,}-character "
+                "limit, so its marker cannot grow; shorten the issue's text"
+            )
         data = self.client.patch_json(
             f"{self.base}/issues/{issue.number}", {"body": body, **fields}
         )

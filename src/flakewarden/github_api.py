@@ -11,6 +11,8 @@ Bookkeeping must never hold a CI job hostage, so a client may carry one overall
 ``deadline``: every request's timeout is cut to the time left, no wait that would
 outlast it is started, and a refused connection or an unknown host (nobody is
 listening there; asking again will not change that) is not retried at all.
+Once one request has used up its retries, later ones get a single try each
+until one succeeds: an outage is confirmed once, not once per request.
 """
 
 from __future__ import annotations

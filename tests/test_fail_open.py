@@ -180,3 +180,16 @@ def test_reading_the_quarantined_set_gives_up_at_its_deadline(
     if fault in ("hang", "refused"):
         assert clock.calls == []
         assert ("deadline" if fault == "hang" else "refused") in str(caught.value)
+
+
+def test_a_deadline_that_is_not_a_positive_number_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    emulator_env(monkeypatch, None)
+    report = _report(tmp_path, 1)
+    assert _issues(report, "--deadline", "0") == 4
+    assert "--deadline" in capsys.readouterr().err
+    config = tmp_path / "flakewarden.yml"
+    config.write_text("issues_deadline: -1\n", encoding="utf-8")
+    assert _issues(report, "--config", str(config)) == 4
+    assert "issues_deadline" in capsys.readouterr().err

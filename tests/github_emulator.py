@@ -4,10 +4,12 @@ It keeps issues (and pull requests, which GitHub's issue lists also return),
 comments and labels for one repository, paginates the way api.github.com does
 (``link`` URLs point at ``/repositories/{id}/issues``, not at the requested
 path), rejects bodies over 65,536 characters with GitHub's 422, and answers
-injected faults: 5xx, slow answers (client timeouts), dropped connections,
-403/429 rate limits. Every request is logged, and every request body and
-response body is checked against GitHub's official OpenAPI schemas in
-``tests/data/github-api`` (violations collect in ``schema_errors``).
+injected faults: 5xx, slow answers (client timeouts), answers that never come
+(``hang``), dropped connections, 403/429 rate limits; ``closed_port_url`` and
+``UNRESOLVABLE_URL`` stand for an API nobody answers at all. Every request is
+logged, and every request body and response body is checked against GitHub's
+official OpenAPI schemas in ``tests/data/github-api`` (violations collect in
+``schema_errors``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import datetime as dt
 import http.server
 import json
 import re
+import socket
 import threading
 import time
 import urllib.parse
@@ -130,7 +133,8 @@ class Fault:
 
     ``delay`` holds the answer back (a client with a shorter read timeout times
     out; with ``status=200`` and no ``body`` the real answer follows the delay);
-    ``drop`` closes the connection without an answer.
+    ``hang`` holds it back until the emulator stops (an API that accepted the
+    connection and went silent); ``drop`` closes the connection without an answer.
     """
 
     status: int = 500
@@ -139,6 +143,7 @@ class Fault:
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
     body: Any = None
     delay: float = 0.0
+    hang: bool = False
     drop: bool = False
     times: int = 1
 
@@ -175,6 +180,18 @@ def primary_rate_limit(reset_at: float, **kwargs: Any) -> Fault:
         },
         **kwargs,
     )
+
+
+# A name under the reserved .invalid top-level domain never resolves (RFC 6761).
+UNRESOLVABLE_URL = "http://api.flakewarden.invalid"
+
+
+def closed_port_url() -> str:
+    """An http URL on loopback where nothing listens: every connection is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
 
 
 @dataclasses.dataclass
@@ -259,6 +276,7 @@ class GitHubEmulator:
         self._active_writes = 0
         self._next_id = 5000
         self._lock = threading.RLock()
+        self._stopping = threading.Event()
         self._server: Optional[_Server] = None
         self._thread: Optional[threading.Thread] = None
 
@@ -273,6 +291,7 @@ class GitHubEmulator:
 
     def start(self) -> None:
         emulator = self
+        self._stopping.clear()
 
         class Handler(_Handler):
             pass
@@ -286,6 +305,7 @@ class GitHubEmulator:
         self._thread.start()
 
     def stop(self) -> None:
+        self._stopping.set()  # releases every hanging answer
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -431,6 +451,10 @@ class GitHubEmulator:
         if self.before is not None:
             self.before(entry)
         if fault is not None and (fault.drop or fault.status == 0):
+            entry.status = 0
+            return fault, 0, {}, None
+        if fault is not None and fault.hang:
+            self._stopping.wait()
             entry.status = 0
             return fault, 0, {}, None
         if fault is not None and fault.delay:

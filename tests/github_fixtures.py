@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
@@ -29,6 +30,25 @@ class FakeSleep:
 
     def __call__(self, seconds: float) -> None:
         self.calls.append(seconds)
+
+
+class FakeClock(FakeSleep):
+    """A clock that real time moves, and so does every wait it records instead of waiting.
+
+    With it a client's deadline sees exactly the time the job would have spent:
+    the real time of the requests plus the waits it planned.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._skipped = 0.0
+
+    def __call__(self, seconds: float) -> None:
+        super().__call__(seconds)
+        self._skipped += seconds
+
+    def now(self) -> float:
+        return time.time() + self._skipped
 
 
 def checked_emulator() -> Iterator[GitHubEmulator]:
@@ -112,21 +132,28 @@ ACTIONS_ENV = {
 
 
 def emulator_env(
-    monkeypatch: pytest.MonkeyPatch, emu: Optional[GitHubEmulator], token: Optional[str] = None
+    monkeypatch: pytest.MonkeyPatch,
+    emu: Optional[GitHubEmulator],
+    token: Optional[str] = None,
+    clock: Optional[FakeClock] = None,
 ) -> None:
     """A GitHub Actions job's environment pointed at ``emu`` (or at nothing, with ``None``).
 
-    The real client is used, but its pauses between writes are recorded instead of slept.
+    The real client is used, but its pauses are recorded instead of slept (in
+    ``clock``, which then also drives the client's deadline, when given).
     """
     for key, value in ACTIONS_ENV.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     real = GitHubClient.from_env
-    monkeypatch.setattr(
-        GitHubClient,
-        "from_env",
-        lambda token=None, env=None, **kw: real(token, env, **{**kw, "sleep": FakeSleep()}),
-    )
+
+    def from_env(token: Optional[str] = None, env: Any = None, **kw: Any) -> GitHubClient:
+        timing: dict[str, Any] = {"sleep": FakeSleep()}
+        if clock is not None:
+            timing = {"sleep": clock, "clock": clock.now}
+        return real(token, env, **{**kw, **timing})
+
+    monkeypatch.setattr(GitHubClient, "from_env", from_env)
     if emu is not None:
         monkeypatch.setenv("GITHUB_API_URL", emu.url)
         monkeypatch.setenv("GITHUB_TOKEN", token or emu.token)

@@ -12,6 +12,7 @@ from github_fixtures import FakeSleep, checked_emulator, make_client
 
 from flakewarden import digest
 from flakewarden.cli import main
+from flakewarden.errors import GitHubError
 from flakewarden.github_api import GitHubClient
 from flakewarden.marker import format_marker
 
@@ -200,3 +201,56 @@ def test_digest_command_fails_loudly(
     monkeypatch.delenv("GITHUB_REPOSITORY")
     assert main(["digest"]) == 4
     assert "GITHUB_REPOSITORY" in capsys.readouterr().err
+
+
+def test_long_notes_above_the_ranking_are_kept_whole_and_the_ranking_clipped(
+    emulator: GitHubEmulator,
+) -> None:
+    """60k characters of notes: the ranking shrinks to fit, the notes stay where they are."""
+    for n in range(150):
+        _flake(emulator, f"tests/test_{n}.py::test_" + "p" * 190, n + 1, "2024-05-20T00:00:00Z")
+    notes = "".join(f"note {n}: " + "n" * 50 + "\n" for n in range(1_000))
+    assert 55_000 < len(notes) < 65_000
+    client = make_client(emulator, write_interval=0)
+    first = digest.build_digest(client, REPO, NOW)
+    issue = emulator.issues[first.number]
+    issue["body"] = notes + "\n" + str(issue["body"]) + "\nnotes below\n"  # a human edits
+    for _ in range(2):
+        digest.build_digest(client, REPO, NOW)
+        body = str(emulator.issues[first.number]["body"])
+        assert len(body) < 65_536
+        assert body.startswith(notes + "\n" + digest.START)
+        assert body.endswith(digest.END + "\n\nnotes below\n")
+        assert body.count(digest.START) == 1 and body.count(digest.END) == 1
+        shown = len(_rows(body))
+        assert 0 < shown < digest.TABLE_ROWS
+        assert f"…and {150 - shown} more open flaky-test issues" in body
+
+
+def test_notes_that_leave_no_room_are_not_cut(emulator: GitHubEmulator) -> None:
+    _flake(emulator, "t::a", 2, "2024-05-20T00:00:00Z")
+    client = make_client(emulator, write_interval=0)
+    first = digest.build_digest(client, REPO, NOW)
+    notes = "n" * 65_400
+    emulator.issues[first.number]["body"] = (
+        notes + "\n" + str(emulator.issues[first.number]["body"])
+    )
+    with pytest.raises(GitHubError, match="no room for the ranking"):
+        digest.build_digest(client, REPO, NOW)
+    assert str(emulator.issues[first.number]["body"]).startswith(notes)
+
+
+def test_a_ranking_cut_by_an_older_version_is_repaired_in_place(emulator: GitHubEmulator) -> None:
+    _flake(emulator, "t::a", 2, "2024-05-20T00:00:00Z")
+    client = make_client(emulator, write_interval=0)
+    first = digest.build_digest(client, REPO, NOW)
+    cut = (
+        "my notes\n\n" + digest.START + "\n| 1 | `t::a` | 2 |\n\n---\n"
+        "_flakewarden cut this text here: it was 80,000 characters long and GitHub accepts "
+        "at most 65,536._\n"
+    )
+    emulator.issues[first.number]["body"] = cut
+    digest.build_digest(client, REPO, NOW)
+    body = str(emulator.issues[first.number]["body"])
+    assert body.startswith("my notes\n\n" + digest.START)
+    assert body.count(digest.START) == 1 and "cut this text" not in body

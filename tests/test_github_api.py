@@ -18,7 +18,7 @@ from github_emulator import (
     schemas,
     secondary_rate_limit,
 )
-from github_fixtures import FakeSleep, checked_emulator, make_client
+from github_fixtures import FakeClock, FakeSleep, checked_emulator, make_client
 
 from flakewarden.errors import GitHubError
 from flakewarden.github_api import BODY_LIMIT, GitHubClient, GitHubRequestError, cap_body
@@ -150,7 +150,8 @@ def test_dropped_connection_is_retried(emulator: GitHubEmulator) -> None:
     assert len(emulator.log) == 2
 
 
-def test_unreachable_api_gives_up_and_names_the_url() -> None:
+def test_refused_connection_is_not_retried_and_names_the_url() -> None:
+    """Nothing listens there: asking again cannot help, so no backoff is spent on it."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, never listening: connections are refused
@@ -160,8 +161,9 @@ def test_unreachable_api_gives_up_and_names_the_url() -> None:
         )
         with pytest.raises(GitHubRequestError, match=f"127.0.0.1:{port}") as caught:
             client.get_json(ISSUES)
-    assert caught.value.status == 0
-    assert len(sleep.calls) == 2
+    assert caught.value.status == 0 and caught.value.final
+    assert "refused" in str(caught.value)
+    assert sleep.calls == [] and client.requests_sent == 1
 
 
 # -- rate limits ---------------------------------------------------------------------------
@@ -401,3 +403,33 @@ def test_test_data_does_not_need_shared() -> None:
         assert (DATA / name).is_file()
     assert DATA.parent.parent == Path(__file__).parent
     assert re.search(r"MIT", (DATA / "OPENAPI-LICENSE").read_text(encoding="utf-8"))
+
+
+def test_after_an_outage_each_request_gets_one_try_until_one_succeeds(
+    emulator: GitHubEmulator,
+) -> None:
+    sleep = FakeSleep()
+    client = make_client(emulator, sleep, max_retries=3)
+    emulator.faults.append(Fault(503, times=5))
+    with pytest.raises(GitHubRequestError, match="503 4 times"):
+        client.get_json(ISSUES)
+    with pytest.raises(GitHubRequestError, match="503 1 times"):
+        client.get_json(ISSUES)  # no backoff spent on an outage already confirmed
+    assert len(sleep.calls) == 3
+    assert client.get_json(ISSUES) == []
+    emulator.faults.append(Fault(503, times=1))
+    assert client.get_json(ISSUES) == []  # recovered: retried again as usual
+    assert len(sleep.calls) == 4
+
+
+def test_deadline_cuts_timeouts_and_refuses_waits_that_outlast_it(
+    emulator: GitHubEmulator,
+) -> None:
+    clock = FakeClock()
+    client = make_client(emulator, clock, clock=clock.now, deadline=10, timeout=(5.0, 30.0))
+    emulator.faults.append(secondary_rate_limit(retry_after=7, times=2))
+    with pytest.raises(GitHubRequestError, match="10 s deadline") as caught:
+        client.get_json(ISSUES)
+    assert caught.value.final
+    assert clock.calls == [7]  # the second 7 s wait would have outlasted the 3 s left
+    assert client.remaining() is not None and client.remaining() < 3.5  # type: ignore[operator]

@@ -50,6 +50,9 @@ class Config:
     report_dir: str = "flakewarden-report"
     quarantine_policy: QuarantinePolicy = QuarantinePolicy()
     known_race_patterns: str = "known-race-patterns.md"
+    # Seconds all of a step's GitHub bookkeeping may take before it gives up (fail-open).
+    issues_deadline: float = 60
+    quarantine_read_deadline: float = 15
     source: Optional[Path] = None  # the file read, if any
 
 
@@ -127,6 +130,8 @@ TOP_KEYS: dict[str, Check] = {
     "cov_fail_under": _optional_percent,
     "report_dir": _text,
     "known_race_patterns": _text,
+    "issues_deadline": _number(0, 3600, low_open=True),
+    "quarantine_read_deadline": _number(0, 3600, low_open=True),
 }
 
 

@@ -4,6 +4,11 @@ The digest carries its own label (``flake-digest``, never ``flaky-test``, or
 it would rank itself) and rewrites only the text between its two markers, so
 comments and notes around the ranking stay. Cost: one listing of the open
 flaky-test issues (100 per page), one listing of the digest label, one write.
+
+Human text is never rewritten or cut: when notes and ranking together would
+pass GitHub's body limit, the ranking is shortened. Hit counts are read with
+the same checks as ``flakewarden issues``: a malformed one is shown as ``?``
+and left out of the total, never coerced.
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from . import markdown as md
+from .errors import GitHubError
 from .flake_issues import LABEL as FLAKY_LABEL
 from .flake_issues import TITLE_PREFIX, ensure_label, iso
-from .github_api import GitHubClient
-from .marker import read_marker
+from .github_api import BODY_LIMIT, GitHubClient
+from .marker import hits_of, scan
 
 LABEL = "flake-digest"
 LABEL_COLOR = "5319e7"
@@ -43,6 +49,7 @@ class Entry:
     first: str
     last: str
     marker: dict[str, Any]
+    problem: str = ""  # a malformed marker: its hits are unknown, not zero
 
 
 def rank(entries: Iterable[Entry]) -> list[Entry]:
@@ -59,7 +66,8 @@ def entries_from(items: Iterable[Mapping[str, Any]]) -> list[Entry]:
     for item in items:
         if "pull_request" in item:
             continue
-        marker = read_marker(item.get("body"))
+        found = scan(item.get("body"))
+        marker = found.data
         title = str(item.get("title") or "")
         if marker is None:
             marker = {"id": title.removeprefix(TITLE_PREFIX)}
@@ -68,20 +76,14 @@ def entries_from(items: Iterable[Mapping[str, Any]]) -> list[Entry]:
                 number=int(item["number"]),
                 url=str(item.get("html_url") or ""),
                 test_id=str(marker.get("id") or title),
-                hits=_int(marker.get("hits")),
+                hits=0 if found.problem else hits_of(marker),
                 first=str(marker.get("first") or item.get("created_at") or ""),
                 last=str(marker.get("last") or item.get("updated_at") or ""),
                 marker=marker,
+                problem=found.problem,
             )
         )
     return rank(entries)
-
-
-def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
 
 
 def _parse(stamp: str) -> Optional[dt.datetime]:
@@ -141,8 +143,8 @@ def chart(entries: list[Entry], bars: int = CHART_BARS) -> str:
     )
 
 
-def render(repository: str, entries: list[Entry], now: dt.datetime) -> str:
-    """The text between the digest markers (markers included)."""
+def render(repository: str, entries: list[Entry], now: dt.datetime, rows: int = TABLE_ROWS) -> str:
+    """The text between the digest markers (markers included), ranking ``rows`` at most."""
     total_hits = sum(e.hits for e in entries)
     lines = [
         START,
@@ -152,6 +154,15 @@ def render(repository: str, entries: list[Entry], now: dt.datetime) -> str:
         f"{total_hits} hits in total. Ranked by hits, then by most recently seen.",
         "",
     ]
+    broken = [e for e in entries if e.problem]
+    if broken:
+        numbers = ", ".join(f"#{e.number}" for e in broken[:20])
+        more = f" and {len(broken) - 20} more" if len(broken) > 20 else ""
+        lines += [
+            f"{len(broken)} issue(s) have a malformed marker, so their hits are shown as ? "
+            f"and not counted: {numbers}{more}.",
+            "",
+        ]
     if not entries:
         lines += ["No open flaky-test issues. :tada:", "", NOTE, END]
         return "\n".join(lines)
@@ -167,11 +178,11 @@ def render(repository: str, entries: list[Entry], now: dt.datetime) -> str:
         header.append("Stress verdict")
     header.append("Issue")
     lines += ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for rank, entry in enumerate(entries[:TABLE_ROWS], start=1):
+    for rank, entry in enumerate(entries[:rows], start=1):
         row = [
             str(rank),
             md.table_code(md.clip(entry.test_id, 200)),
-            str(entry.hits),
+            "?" if entry.problem else str(entry.hits),
             md.escape(entry.last[:10]) or "?",
             _age(entry.first, now),
         ]
@@ -181,14 +192,18 @@ def render(repository: str, entries: list[Entry], now: dt.datetime) -> str:
             row.append(_verdict(entry.marker))
         row.append(f"#{entry.number}")
         lines.append("| " + " | ".join(row) + " |")
-    if len(entries) > TABLE_ROWS:
-        rest = entries[TABLE_ROWS:]
+    if len(entries) > rows:
+        rest = entries[rows:]
         lines += [
             "",
             f"…and {len(rest)} more open flaky-test issues with {sum(e.hits for e in rest)} hits.",
         ]
     lines += ["", NOTE, END]
     return "\n".join(lines)
+
+
+# What ``github_api.cap_body`` appended where it cut a body: a ranking cut there lost its end.
+_CUT_NOTE = "_flakewarden cut this text here:"
 
 
 def replace_region(body: Optional[str], region: str) -> str:
@@ -198,7 +213,35 @@ def replace_region(body: Optional[str], region: str) -> str:
     end = body.find(END, start + len(START)) if start >= 0 else -1
     if start >= 0 and end >= 0:
         return body[:start] + region + body[end + len(END) :]
+    if start >= 0 and _CUT_NOTE in body[start:]:
+        # A ranking an older version let GitHub's limit cut: its end marker is gone
+        # and everything after its start is ranking, so it is replaced in place.
+        return body[:start] + region + "\n"
     return region + (("\n\n" + body) if body.strip() else "\n")
+
+
+def fit(
+    repository: str, entries: list[Entry], now: dt.datetime, body: Optional[str]
+) -> tuple[str, str]:
+    """The region and the new body, with as many rows as fit beside the human text.
+
+    Raises ``GitHubError`` when the notes alone leave no room: they are never cut.
+    """
+    rows = min(TABLE_ROWS, len(entries))
+    while True:
+        region = render(repository, entries, now, rows)
+        new = replace_region(body, region)
+        over = len(new) - (BODY_LIMIT - 1)
+        if over <= 0:
+            return region, new
+        if rows == 0:
+            raise GitHubError(
+                f"the digest issue's own text takes {len(new) - len(region):,} characters, "
+                f"which leaves no room for the ranking within GitHub's {BODY_LIMIT:,}; "
+                "move some of it to a comment"
+            )
+        per_row = max(1, (len(region) // max(1, rows)))
+        rows = max(0, rows - max(1, over // per_row + 1))
 
 
 @dataclasses.dataclass
@@ -221,7 +264,6 @@ def build_digest(
     base = f"/repos/{repository}"
     items = client.paginate(base + "/issues", {"labels": FLAKY_LABEL, "state": "open"})
     entries = entries_from(items)
-    region = render(repository, entries, now)
     title = title_for(repository)
     digests = [
         item
@@ -232,16 +274,12 @@ def build_digest(
     digests.sort(key=lambda i: (i.get("title") != title, int(i["number"])))
     if digests:
         current = digests[0]
-        data = client.patch_json(
-            f"{base}/issues/{current['number']}",
-            {"body": replace_region(current.get("body"), region)},
-        )
+        _, body = fit(repository, entries, now, current.get("body"))
+        data = client.patch_json(f"{base}/issues/{current['number']}", {"body": body})
         return DigestResult(
             int(data["number"]), str(data.get("html_url") or ""), False, len(entries)
         )
     ensure_label(client, repository, LABEL, LABEL_COLOR, LABEL_DESCRIPTION)
-    data = client.post_json(
-        base + "/issues",
-        {"title": title, "body": replace_region("", region), "labels": [LABEL]},
-    )
+    _, body = fit(repository, entries, now, "")
+    data = client.post_json(base + "/issues", {"title": title, "body": body, "labels": [LABEL]})
     return DigestResult(int(data["number"]), str(data.get("html_url") or ""), True, len(entries))

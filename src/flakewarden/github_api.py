@@ -3,15 +3,23 @@
 It follows GitHub's documented rules for integrators: writes are sent one at a
 time with a pause between them, rate-limited requests wait as the response says
 (``retry-after``, then ``x-ratelimit-reset``, else at least a minute, growing),
-5xx answers and broken connections are retried with backoff, and pagination
-follows the ``link`` header's ``next`` URL exactly as given. The token is never
-printed: it only ever travels in the ``Authorization`` header.
+5xx answers, timeouts and dropped connections are retried with backoff, and
+pagination follows the ``link`` header's ``next`` URL exactly as given. The token
+is never printed: it only ever travels in the ``Authorization`` header.
+
+Bookkeeping must never hold a CI job hostage, so a client may carry one overall
+``deadline``: every request's timeout is cut to the time left, no wait that would
+outlast it is started, and a refused connection or an unknown host (nobody is
+listening there; asking again will not change that) is not retried at all.
+Once one request has used up its retries, later ones get a single try each
+until one succeeds: an outage is confirmed once, not once per request.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import socket
 import threading
 import time
 import urllib.parse
@@ -37,12 +45,21 @@ PERMISSION_HINT = (
 )
 
 
-class GitHubRequestError(GitHubError):
-    """A request GitHub answered with an error status (``status``) or never answered (0)."""
+# Errors after which every further request would fail the same way.
+STOP_STATUSES = frozenset({401, 403, 404, 410, 429})
 
-    def __init__(self, message: str, status: int = 0) -> None:
+
+class GitHubRequestError(GitHubError):
+    """A request GitHub answered with an error status (``status``) or never answered (0).
+
+    ``final`` says that every further request would fail the same way (the deadline
+    is spent, the API is unreachable, the token is refused): callers stop there.
+    """
+
+    def __init__(self, message: str, status: int = 0, final: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.final = final or status in STOP_STATUSES
 
     @property
     def is_auth(self) -> bool:
@@ -78,8 +95,10 @@ class GitHubClient:
     """Talks to one GitHub (or GitHub Enterprise Server) API over ``requests``.
 
     ``sleep`` and ``clock`` are injectable so tests never really wait;
-    ``max_wait`` bounds any single rate-limit pause (seconds) and
-    ``max_retries`` bounds how often one request is tried again.
+    ``max_wait`` bounds any single rate-limit pause (seconds),
+    ``max_retries`` bounds how often one request is tried again, and
+    ``deadline`` (seconds from the client's creation, ``None`` for none) bounds
+    everything this client does put together.
     """
 
     def __init__(
@@ -94,6 +113,7 @@ class GitHubClient:
         secondary_wait: float = 60.0,
         write_interval: float = 1.0,
         max_pages: int = 1000,
+        deadline: Optional[float] = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
         session: Optional[requests.Session] = None,
@@ -121,6 +141,8 @@ class GitHubClient:
         self.max_pages = max_pages
         self._sleep = sleep
         self._clock = clock
+        self.deadline = deadline
+        self._deadline_at = None if deadline is None else clock() + deadline
         self._session = session or requests.Session()
         self._session.headers.update(
             {
@@ -132,6 +154,9 @@ class GitHubClient:
         self._write_lock = threading.Lock()
         self._last_write = float("-inf")
         self.requests_sent = 0
+        # Set when a request used up all its retries: an outage is not probed again with
+        # backoff by every following request; each gets one try until one succeeds.
+        self._outage = False
 
     @classmethod
     def from_env(
@@ -183,7 +208,7 @@ class GitHubClient:
             with self._write_lock:
                 wait = self._last_write + self.write_interval - self._clock()
                 if wait > 0:
-                    self._sleep(wait)
+                    self._wait(wait, f"{method} {urllib.parse.urlsplit(url).path}")
                 try:
                     return self._send(method, url, params, json)
                 finally:
@@ -200,7 +225,9 @@ class GitHubClient:
         what = f"{method} {urllib.parse.urlsplit(url).path}"
         failures = 0
         rate_limited = 0
+        retries = 0 if self._outage else self.max_retries
         while True:
+            timeout = self._timeout(what)
             try:
                 self.requests_sent += 1
                 response = self._session.request(
@@ -209,21 +236,30 @@ class GitHubClient:
                     params=params,
                     json=body,
                     headers={"Authorization": f"Bearer {self._token}"},
-                    timeout=self.timeout,
+                    timeout=timeout,
                 )
             except (
                 requests.ConnectionError,
                 requests.Timeout,
                 requests.exceptions.ChunkedEncodingError,
             ) as exc:
+                unreachable = _unreachable(exc)
+                if unreachable:
+                    raise GitHubRequestError(
+                        f"{what} failed: {unreachable}; check that GITHUB_API_URL "
+                        f"({self.api_url}) is right and reachable from this runner",
+                        final=True,
+                    ) from None
                 failures += 1
-                if failures > self.max_retries:
+                self._check_deadline(what, f"{type(exc).__name__} after {failures} tries")
+                if failures > retries:
+                    self._outage = True
                     kind = "timed out" if isinstance(exc, requests.Timeout) else "failed"
                     raise GitHubRequestError(
                         f"{what} {kind} {failures} times ({type(exc).__name__}); "
                         f"check that GITHUB_API_URL ({self.api_url}) is reachable"
                     ) from None
-                self._sleep(self._backoff(failures))
+                self._wait(self._backoff(failures), what)
                 continue
             except requests.RequestException as exc:
                 raise GitHubRequestError(
@@ -233,13 +269,14 @@ class GitHubClient:
             status = response.status_code
             if status in RETRY_STATUSES:
                 failures += 1
-                if failures > self.max_retries:
+                if failures > retries:
+                    self._outage = True
                     raise GitHubRequestError(
                         f"{what} failed: GitHub answered {status} {failures} times; "
                         "GitHub may be having an outage, try again later",
                         status,
                     )
-                self._sleep(self._backoff(failures))
+                self._wait(self._backoff(failures), what)
                 continue
 
             if status in (403, 429):
@@ -252,12 +289,49 @@ class GitHubClient:
                             "try again later or file fewer issues per run",
                             status,
                         )
-                    self._sleep(wait)
+                    self._wait(wait, what)
                     continue
 
+            self._outage = False
             if status >= 400:
                 raise GitHubRequestError(self._error_message(what, response), status)
             return response
+
+    def remaining(self) -> Optional[float]:
+        """Seconds left before the deadline (``None``: no deadline)."""
+        if self._deadline_at is None:
+            return None
+        return self._deadline_at - self._clock()
+
+    def _deadline_error(self, what: str, detail: str) -> GitHubRequestError:
+        return GitHubRequestError(
+            f"{what}: gave up at flakewarden's {self.deadline:g} s deadline for GitHub "
+            f"bookkeeping ({detail}); GitHub is slow or down, the next run catches up",
+            final=True,
+        )
+
+    def _check_deadline(self, what: str, detail: str) -> None:
+        left = self.remaining()
+        if left is not None and left <= 0:
+            raise self._deadline_error(what, detail)
+
+    def _timeout(self, what: str) -> tuple[float, float]:
+        """The request timeout, cut to the time left before the deadline."""
+        left = self.remaining()
+        if left is None:
+            return self.timeout
+        if left <= 0:
+            raise self._deadline_error(what, "no time left")
+        return (min(self.timeout[0], left), min(self.timeout[1], left))
+
+    def _wait(self, seconds: float, what: str) -> None:
+        """Sleep ``seconds``, unless that would outlast the deadline: then give up now."""
+        left = self.remaining()
+        if left is not None and seconds >= left:
+            raise self._deadline_error(
+                what, f"a {seconds:.0f} s wait would outlast the {max(0.0, left):.0f} s left"
+            )
+        self._sleep(seconds)
 
     def _backoff(self, failures: int) -> float:
         base = self.backoff * 2.0 ** (failures - 1)
@@ -356,6 +430,36 @@ class GitHubClient:
             next_link = response.links.get("next", {}).get("url")
             # The next URL carries its own query (and often another path); never rebuild it.
             url, query = (next_link or None), None
+
+
+def _unreachable(exc: BaseException) -> str:
+    """Why nobody can answer at all (refused, unknown host), or ``""`` for a transient failure.
+
+    A timeout, a dropped connection or a reset may go away on a retry; a refused
+    connection or a name that does not resolve will not within a CI job.
+    """
+    if isinstance(exc, requests.Timeout):
+        return ""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, socket.gaierror):
+            return "the host name does not resolve (DNS)"
+        if isinstance(current, ConnectionRefusedError):
+            return "the connection was refused (nothing listens there)"
+        if "Failed to resolve" in str(current) or "Name or service not known" in str(current):
+            return "the host name does not resolve (DNS)"
+        for nested in (*current.args, getattr(current, "reason", None)):
+            if isinstance(nested, BaseException):
+                pending.append(nested)
+        for nested in (current.__cause__, current.__context__):
+            if nested is not None:
+                pending.append(nested)
+    return ""
 
 
 def _capped(body: Mapping[str, Any]) -> dict[str, Any]:

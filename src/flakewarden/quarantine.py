@@ -23,12 +23,16 @@ from . import gha
 from . import markdown as md
 from .config import NEVER_QUARANTINE, QuarantinePolicy
 from .errors import FlakewardenError
-from .flake_issues import LABEL, FlakeIssue, FlakeTracker, RunContext, iso
-from .github_api import GitHubClient
+from .flake_issues import FlakeIssue, FlakeTracker, RunContext, iso
 from .marker import read_marker
 from .model import ExitCode
 
-QUARANTINED = "quarantined"
+# The quarantined set is read in its own module; these names stay importable from here.
+from .quarantine_set import QUARANTINE_READ_DEADLINE as QUARANTINE_READ_DEADLINE
+from .quarantine_set import QUARANTINED as QUARANTINED
+from .quarantine_set import fetch_quarantined_set as fetch_quarantined_set
+from .quarantine_set import quarantined_issues as quarantined_issues
+
 QUARANTINED_COLOR = "fbca04"
 QUARANTINED_DESCRIPTION = "Flaky test quarantined under policy: still runs, does not fail builds"
 ESCALATED = "flake-escalated"
@@ -224,40 +228,6 @@ def owner_line(issue: Mapping[str, Any]) -> str:
     if logins:
         return " ".join(f"@{login}" for login in logins) + ": please decide."
     return "This issue has no assignee: assign the test's owner so someone decides."
-
-
-def quarantined_issues(tracker: FlakeTracker) -> list[tuple[FlakeIssue, dict[str, Any]]]:
-    """Open issues labelled ``flaky-test`` and ``quarantined``, with their raw API data."""
-    found = []
-    params = {"labels": f"{LABEL},{QUARANTINED}", "state": "open"}
-    for item in tracker.client.paginate(tracker.base + "/issues", params):
-        if "pull_request" in item:
-            continue
-        issue = FlakeIssue.from_api(item, {})
-        marker = read_marker(issue.body)
-        if marker is not None:
-            issue.marker = marker
-            found.append((issue, item))
-    return found
-
-
-def fetch_quarantined_set(
-    repository: str, token: Optional[str] = None, client: Optional[GitHubClient] = None
-) -> frozenset[str]:
-    """The ids of the quarantined tests; raises ``GitHubError`` when they cannot be read.
-
-    Quick to give up (one retry, short waits): a run must not stall on bookkeeping.
-    """
-    own = client is None
-    client = client or GitHubClient.from_env(
-        token, max_retries=1, timeout=(5.0, 15.0), max_wait=30.0, secondary_wait=5.0
-    )
-    try:
-        tracker = FlakeTracker(client, repository)
-        return frozenset(str(issue.marker["id"]) for issue, _ in quarantined_issues(tracker))
-    finally:
-        if own:
-            client.close()
 
 
 def read_quarantined_file(path: Path) -> frozenset[str]:

@@ -2,6 +2,8 @@
 
 Fail-open: every ``FLAKY-TEST-DETECTED`` line is printed before GitHub is
 touched, any GitHub failure becomes one warning, and the exit code stays 0.
+All of it happens within one deadline (``--deadline``, config
+``issues_deadline``): an outage costs the job at most that long.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import gha
+from ..config import load as load_config
 from ..console import one_line
 from ..errors import GitHubError
-from ..flake_issues import FilingResult, RunContext, count_quarantined, file_flakes
+from ..flake_issues import FilingResult, RunContext, file_flakes
 from ..github_api import GitHubClient
 from ..model import ExitCode, Outcome, RunReport
+from ..quarantine_count import count_quarantined
 from ..reports import REPORT_JSON, read_report
+from .argtypes import number
 
 DEFAULT_REPORT_DIR = "flakewarden-report"
 
@@ -38,6 +43,20 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_REPORT_DIR,
         metavar="DIR",
         help=f"where `flakewarden run` wrote report.json (default: {DEFAULT_REPORT_DIR})",
+    )
+    parser.add_argument(
+        "--deadline",
+        type=number(0, 3600, low_open=True, what="a number of seconds"),
+        default=None,
+        metavar="SECONDS",
+        help="give up on GitHub after this long in all, warning and exiting 0 "
+        "(default: issues_deadline from the config file, else 60)",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="configuration file (default .github/flakewarden.yml when present)",
     )
     parser.set_defaults(handler=run)
 
@@ -67,6 +86,8 @@ def warn(message: str) -> None:
 
 def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     report = load_report(args.report_dir)
+    config = load_config(getattr(args, "config", None), Path.cwd())
+    deadline = getattr(args, "deadline", None) or config.issues_deadline
     flaky = report.with_outcome(Outcome.FLAKY)
     for test in flaky:
         sys.stdout.write(
@@ -88,13 +109,13 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         return int(ExitCode.OK)
     ctx.repository = repository
     try:
-        client = client or GitHubClient.from_env(args.token)
+        client = client or GitHubClient.from_env(args.token, deadline=deadline)
     except GitHubError as exc:
         warn(f"flake issues not filed for {len(flaky)} flaky tests: {exc}")
         return int(ExitCode.OK)
     try:
         counting = count_quarantined(client, repository, report.tests)
-        rest = [t for t in flaky if t.id not in counting.counted]
+        rest = [t for t in flaky if t.id not in counting.counted | counting.skipped]
         if counting.stopped:
             result = FilingResult(errors=counting.errors, not_filed=[t.id for t in rest])
         else:

@@ -15,8 +15,10 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from ..config import load as load_config
 from ..errors import UsageError
 from ..model import ExitCode
+from .argtypes import number
 
 HELP = "write the quarantined test ids read from GitHub to a file, for run --quarantined-file"
 
@@ -47,18 +49,34 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="OWNER/REPO",
         help="repository whose flake issues hold the set (default: $GITHUB_REPOSITORY)",
     )
+    parser.add_argument(
+        "--deadline",
+        type=number(0, 3600, low_open=True, what="a number of seconds"),
+        default=None,
+        metavar="SECONDS",
+        help="give up on GitHub after this long in all, warning and writing an empty list "
+        "(default: quarantine_read_deadline from the config file, else 15)",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="configuration file (default .github/flakewarden.yml when present)",
+    )
     parser.set_defaults(handler=run)
 
 
-def read_from_github(repository: Optional[str], token: Optional[str]) -> Optional[frozenset[str]]:
-    """The quarantined ids, or None after one warning when they cannot be read."""
+def read_from_github(
+    repository: Optional[str], token: Optional[str], deadline: float = 15.0
+) -> Optional[frozenset[str]]:
+    """The quarantined ids, or None after one warning when they cannot be read in time."""
     from ..errors import GitHubError
     from ..quarantine import fetch_quarantined_set, warn
 
     try:
         if not repository or repository.count("/") != 1:
             raise GitHubError("GITHUB_REPOSITORY is not set to owner/repo")
-        return fetch_quarantined_set(repository, token=token)
+        return fetch_quarantined_set(repository, token=token, deadline=deadline)
     except GitHubError as exc:
         warn(
             f"cannot read the quarantined tests from GitHub ({exc}); "
@@ -72,7 +90,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("flakewarden quarantined takes no test command")
     token = args.token or os.environ.get("GITHUB_TOKEN") or ""
     repository = args.repository or os.environ.get("GITHUB_REPOSITORY")
-    found = read_from_github(repository, token) or frozenset()
+    config = load_config(args.config, Path.cwd())
+    deadline = args.deadline or config.quarantine_read_deadline
+    found = read_from_github(repository, token, deadline) or frozenset()
     text = json.dumps(sorted(found), ensure_ascii=False) + "\n"
     if args.output is None:
         sys.stdout.write(text)

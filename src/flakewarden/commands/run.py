@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         coverage=args.coverage,
         cov_fail_under=_pick(args.cov_fail_under, config.cov_fail_under),
         fail_on_flaky=_pick(args.fail_on_flaky, config.fail_on_flaky),
-        quarantined=quarantined_set(args),
+        quarantined=quarantined_set(args, config.quarantine_read_deadline),
         echo=None if args.quiet else sys.stdout.buffer,
     )
     on_actions = os.environ.get("GITHUB_ACTIONS") == "true"
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-def quarantined_set(args: argparse.Namespace) -> frozenset[str]:
+def quarantined_set(args: argparse.Namespace, deadline: float = 15.0) -> frozenset[str]:
     """The tests whose failures do not fail this run; none when the set cannot be read."""
     found: frozenset[str] = frozenset()
     if args.quarantined_file is not None:
@@ -163,7 +163,7 @@ def quarantined_set(args: argparse.Namespace) -> frozenset[str]:
     if use_github:
         from .quarantined import read_from_github
 
-        from_github = read_from_github(repository, token)
+        from_github = read_from_github(repository, token, deadline)
         if from_github is None:
             return frozenset()
         found |= from_github

@@ -7,6 +7,7 @@ project built under a temporary directory; the expected totals come from real ``
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import coverage
 import coverage.files
@@ -116,13 +117,20 @@ def coverage_run_attempt(project: Path, attempt_dir: Path, *selection: str) -> P
 
 
 def reported_total(project: Path, data_file: Path) -> float:
-    """The TOTAL percent `coverage report` prints for one data file, in the project's config."""
+    """The unrounded total coverage.py reports for one data file, in the project's config."""
+    return float(coverage_json(project, data_file)["totals"]["percent_covered"])
+
+
+def coverage_json(project: Path, data_file: Path) -> dict[str, Any]:
+    """What `coverage json` says of one data file, run in the project (per file and totals)."""
     assert [p.name for p in data_file.parent.iterdir()] == [data_file.name], (
-        "coverage report would combine other .coverage.* files in this folder"
+        "coverage would combine other .coverage.* files in this folder"
     )
-    out = run(project, "coverage", "report", f"--data-file={data_file}")
-    total_line = next(line for line in out.splitlines() if line.startswith("TOTAL"))
-    return float(total_line.split()[-1].rstrip("%"))
+    out = data_file.parent.parent / f"{data_file.parent.name}.json"
+    run(project, "coverage", "json", f"--data-file={data_file}", "-o", str(out))
+    data: dict[str, Any] = json.loads(out.read_text())
+    out.unlink()
+    return data
 
 
 def in_process_total(project: Path, work: Path) -> float:
@@ -137,7 +145,7 @@ def digest(path: Path) -> str:
 
 class Lines(NamedTuple):
     project: Path
-    expected: float  # the in-process total, from `coverage report`
+    expected: float  # the in-process total, unrounded, from `coverage json`
     cov_alpha: Path  # attempts with pytest-cov, each selecting one test
     cov_beta: Path
     run_alpha: Path  # attempts with `coverage run`

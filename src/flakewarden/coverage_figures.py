@@ -32,3 +32,13 @@ def fails_under(total: float, fail_under: float, precision: int) -> bool:
     from coverage.results import should_fail_under  # imported only when a gate is set
 
     return bool(should_fail_under(total, fail_under, precision))
+
+
+def fail_under_message(total: float, fail_under: float, precision: int) -> str:
+    """coverage.py's own words for a failed gate, in the digits its comparison used."""
+    try:
+        from coverage.results import format_fail_under_msg
+    except ImportError:  # pragma: no cover - older coverage.py compares at the precision only
+        shown = display_percent(total, precision)
+        return f"total of {shown} is less than fail-under={fail_under:.{precision}f}"
+    return str(format_fail_under_msg(total, fail_under, precision))

@@ -12,7 +12,7 @@ import dataclasses
 import enum
 from typing import Any, Optional
 
-from .coverage_figures import display_percent, fails_under
+from .coverage_figures import display_percent, fail_under_message, fails_under
 
 SCHEMA_VERSION = 1
 
@@ -335,6 +335,14 @@ class CoverageSummary:
         if self.precision is None:
             return self.percent + 1e-9 < self.fail_under
         return fails_under(self.percent, self.fail_under, self.precision)
+
+    @property
+    def gate_message(self) -> str:
+        """Why the gate failed, in coverage.py's words and digits; "" when it did not."""
+        if not self.below_threshold or self.precision is None:
+            return ""
+        assert self.percent is not None and self.fail_under is not None
+        return fail_under_message(self.percent, self.fail_under, self.precision)
 
     def to_json(self) -> dict[str, Any]:
         return {

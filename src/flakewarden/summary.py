@@ -138,7 +138,8 @@ def _coverage(report: RunReport) -> list[str]:
         text = f"Coverage: **{coverage.percent_display}%**"
         if coverage.fail_under is not None:
             verdict = "below" if coverage.below_threshold else "meets"
-            text += f" ({verdict} the {coverage.fail_under:g}% threshold)"
+            reason = f": {escape_markdown(coverage.gate_message)}" if coverage.gate_message else ""
+            text += f" ({verdict} the {coverage.fail_under:g}% threshold{reason})"
         text += f", combined from {coverage.files_combined} data files across attempts."
         lines.append(text)
     for error in coverage.errors[:20]:

@@ -198,6 +198,8 @@ def console_summary(report: RunReport, shown_dir: Path) -> None:
         line = f"coverage {report.coverage.percent_display}% (merged over every attempt)"
         if report.coverage.below_threshold:
             line += f", below --cov-fail-under {report.coverage.fail_under:g}"
+            if report.coverage.gate_message:
+                line += f": {report.coverage.gate_message}"
         extra.append(line)
     if report.cutoff:
         extra.append("no reruns: too many failures")

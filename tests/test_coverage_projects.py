@@ -183,8 +183,16 @@ def flakewarden(project: Path, mode: str, shape: Shape, work: Path) -> tuple[dic
     return report, report_dir
 
 
-@pytest.mark.parametrize("mode", ["coverage-run", "pytest-cov"])
-@pytest.mark.parametrize("shape_name", list(SHAPES))
+# --cov=pkg shapes only what pytest-cov measures; under `coverage run` it is the no-config case.
+CASES = [
+    (shape_name, mode)
+    for shape_name in SHAPES
+    for mode in ("coverage-run", "pytest-cov")
+    if not (shape_name == "cov-with-package" and mode == "coverage-run")
+]
+
+
+@pytest.mark.parametrize(("shape_name", "mode"), CASES)
 def test_merged_figures_equal_plain_coverage(tmp_path: Path, shape_name: str, mode: str) -> None:
     shape = SHAPES[shape_name]
     project = make_project(tmp_path / "project", shape)
@@ -204,15 +212,16 @@ def test_merged_figures_equal_plain_coverage(tmp_path: Path, shape_name: str, mo
 
 @pytest.mark.parametrize("shape_name", ["no-config", "src-layout"])
 def test_plain_coverage_run_and_pytest_cov_agree(tmp_path: Path, shape_name: str) -> None:
-    """Without configuration both plain ways measure the same; flakewarden's two ways do too."""
+    """Without configuration both plain ways measure the same, so flakewarden's two ways agree.
+
+    Each of flakewarden's ways equals its plain counterpart (above); this closes the square.
+    """
     shape = SHAPES[shape_name]
     project = make_project(tmp_path / "project", shape)
     by_run = plain(project, "coverage-run", shape, tmp_path)
     by_cov = plain(project, "pytest-cov", shape, tmp_path)
     assert by_run == by_cov
-    wrapped, _ = flakewarden(project, "coverage-run", shape, tmp_path)
-    with_cov, _ = flakewarden(project, "pytest-cov", shape, tmp_path)
-    assert wrapped["coverage"]["percent"] == with_cov["coverage"]["percent"]
+    assert "tests/test_flaky.py" in by_run["files"]  # no config: the tests are measured too
 
 
 def test_pytest_cov_report_in_the_attempt_does_not_show_the_plugin(tmp_path: Path) -> None:

@@ -528,6 +528,13 @@ def test_coverage_is_shown_with_the_projects_precision_everywhere(
         "total of 81.8 is less than fail-under=81.9"
     ) in strict.stdout
 
+    # pytest-cov's --cov-precision overrides [report] precision, for its report and for ours.
+    command = [*PYTEST, "--cov", "--cov-precision", "3", "--cov-precision=1"]
+    tenths = project.run(command=command, report_dir="r3")
+    assert tenths.returncode == 0, tenths.stdout + tenths.stderr
+    assert tenths.report["coverage"]["percent_display"] == "81.8"
+    assert "coverage 81.8% (merged over every attempt)" in tenths.stdout
+
 
 def test_cov_fail_under_applies_to_the_merged_total(project: Project) -> None:
     _coverage_project(project, fail_times=1)

@@ -82,6 +82,7 @@ def merge(
     config_file: Union[str, bool] = True,
     cwd: Path,
     fail_under: Optional[float] = None,
+    precision: Optional[int] = None,
 ) -> CoverageSummary:
     """Validate then combine; write report_dir/.coverage and report_dir/coverage.xml.
 
@@ -94,7 +95,8 @@ def merge(
     The percent is the total ``coverage report`` prints, with the project's configuration read
     from ``cwd`` (``config_file`` as in ``coverage.Coverage``): precision, include/omit,
     ``[paths]``, ``relative_files`` and branch all apply. ``fail_under`` defaults to the
-    configuration's ``[report] fail_under`` and is compared with the merged total only.
+    configuration's ``[report] fail_under`` and is compared with the merged total only;
+    ``precision`` (pytest-cov's ``--cov-precision``) overrides ``[report] precision``.
     """
     cwd = cwd.absolute()
     report_dir = report_dir.absolute()
@@ -121,7 +123,7 @@ def merge(
                 summary.errors.append("no coverage data file was written by any attempt")
             return summary
         with _working_directory(cwd):
-            _combine_and_report(checked, report_dir, config_file, summary)
+            _combine_and_report(checked, report_dir, config_file, summary, precision)
     return summary
 
 
@@ -218,7 +220,7 @@ def _open_data(path: Path) -> coverage.CoverageData:
 
 
 def _close(data: coverage.CoverageData) -> None:
-    close = getattr(data, "close", None)  # coverage>=7.5; older versions close on collection
+    close = getattr(data, "close", None)  # not in every coverage 7; then closed when collected
     if close is not None:
         close()
 
@@ -239,12 +241,15 @@ def _combine_and_report(
     report_dir: Path,
     config_file: Union[str, bool],
     summary: CoverageSummary,
+    precision_given: Optional[int],
 ) -> None:
     """Combine the checked copies into report_dir/.coverage and report on them, from the cwd."""
     data_path = report_dir / DATA_FILE
     xml_path = report_dir / XML_FILE
     try:
         cov = coverage.Coverage(data_file=str(data_path), config_file=config_file)
+        if precision_given is not None:
+            cov.set_option("report:precision", precision_given)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CoverageWarning)
             # keep=True: coverage deletes combined inputs by default.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -19,6 +20,9 @@ from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
 import pytest
+
+from flakewarden import process
+from flakewarden.process import plugin_dir, plugin_env
 
 MODULE = """\
 def used(x):
@@ -252,3 +256,25 @@ def test_pytest_cov_report_in_the_attempt_does_not_show_the_plugin(tmp_path: Pat
     assert table == plain_table
     assert "flakewarden" not in (tmp_path / "attempt.xml").read_text()
     assert "flakewarden_pytest_plugin" not in out
+
+
+def test_the_plugins_tracebacks_still_show_its_source(tmp_path: Path) -> None:
+    """The plugin runs under a name coverage.py skips, yet an error in it reads as usual."""
+    project = make_project(tmp_path / "project", SHAPES["no-config"])
+    bad_select = tmp_path / "select.json"
+    bad_select.write_text("not json")
+    with plugin_dir() as directory:
+        env = plugin_env(directory, tmp_path / "results.jsonl", select=bad_select, base=clean_env())
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", *PYTEST_ARGS],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    assert done.returncode == 3  # pytest's internal error
+    found = re.search(r'File "<flakewarden_pytest_plugin>", line (\d+).*\n\S*\s+(.+)', done.stdout)
+    assert found, done.stdout
+    source = (Path(process.__file__).parent / "pytest_plugin.py").read_text().splitlines()
+    assert found.group(2).strip() == source[int(found.group(1)) - 1].strip()

@@ -7,6 +7,7 @@ project built under a temporary directory; the expected totals come from real ``
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -14,13 +15,13 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import coverage
 import coverage.files
 import pytest
 
-from flakewarden.coverage_merge import attempt_env, find_data_files, merge
+from flakewarden.coverage_merge import attempt_env, find_data_files, is_injected, merge
 
 MODULE = """\
 def alpha(x):
@@ -116,13 +117,20 @@ def coverage_run_attempt(project: Path, attempt_dir: Path, *selection: str) -> P
 
 
 def reported_total(project: Path, data_file: Path) -> float:
-    """The TOTAL percent `coverage report` prints for one data file, in the project's config."""
-    assert [p.name for p in data_file.parent.iterdir()] == [data_file.name], (
-        "coverage report would combine other .coverage.* files in this folder"
+    """The unrounded total coverage.py reports for one data file, in the project's config."""
+    return float(coverage_json(project, data_file)["totals"]["percent_covered"])
+
+
+def coverage_json(project: Path, data_file: Path) -> dict[str, Any]:
+    """What `coverage json` says of one data file, run in the project (per file and totals)."""
+    assert not [p for p in data_file.parent.iterdir() if p.name.startswith(".coverage.")], (
+        "a .coverage.* file beside it would make the figures ambiguous"
     )
-    out = run(project, "coverage", "report", f"--data-file={data_file}")
-    total_line = next(line for line in out.splitlines() if line.startswith("TOTAL"))
-    return float(total_line.split()[-1].rstrip("%"))
+    out = data_file.parent.parent / f"{data_file.parent.name}.json"
+    run(project, "coverage", "json", f"--data-file={data_file}", "-o", str(out))
+    data: dict[str, Any] = json.loads(out.read_text())
+    out.unlink()
+    return data
 
 
 def in_process_total(project: Path, work: Path) -> float:
@@ -137,7 +145,7 @@ def digest(path: Path) -> str:
 
 class Lines(NamedTuple):
     project: Path
-    expected: float  # the in-process total, from `coverage report`
+    expected: float  # the in-process total, unrounded, from `coverage json`
     cov_alpha: Path  # attempts with pytest-cov, each selecting one test
     cov_beta: Path
     run_alpha: Path  # attempts with `coverage run`
@@ -483,3 +491,115 @@ def test_find_data_files_main_file_first(lines: Lines, tmp_path: Path) -> None:
         attempt_dir / ".coverage.worker1",
     ]
     assert find_data_files(tmp_path / "never-ran") == []
+
+
+def cli_fails_under(project: Path, data_file: Path, fail_under: float, rcfile: str) -> bool:
+    """Whether ``coverage report --fail-under`` itself fails this data (it exits 2)."""
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "coverage", "report", f"--rcfile={rcfile}"),
+            *(f"--data-file={data_file}", f"--fail-under={fail_under}"),
+        ],
+        cwd=project,
+        env=clean_env({}),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode in (0, 2), proc.stdout + proc.stderr
+    return proc.returncode == 2
+
+
+@pytest.mark.parametrize(
+    ("precision", "thresholds"),
+    [
+        # The merged total is 83.333...%: coverage rounds it to the precision before comparing.
+        (2, [83, 83.33, 83.34, 83.333, 83.3334, 100]),
+        (0, [83, 83.4, 84, 100]),
+    ],
+)
+def test_gate_judges_exactly_as_coverage_report_fail_under(
+    lines: Lines, tmp_path: Path, precision: int, thresholds: list[float]
+) -> None:
+    rc = tmp_path / "coveragerc"
+    rc.write_text(
+        COVERAGERC.format(run_extra="").replace("precision = 2", f"precision = {precision}")
+    )
+    report_dir = tmp_path / "report"
+    for fail_under in thresholds:
+        summary = merge(
+            [lines.cov_alpha, lines.cov_beta],
+            report_dir,
+            cwd=lines.project,
+            config_file=str(rc),
+            fail_under=fail_under,
+        )
+        assert summary.precision == precision
+        expected = cli_fails_under(lines.project, report_dir / ".coverage", fail_under, str(rc))
+        assert summary.below_threshold is expected, (fail_under, summary.percent)
+
+
+def test_total_is_kept_unrounded_and_shown_as_coverage_report_shows_it(
+    lines: Lines, tmp_path: Path
+) -> None:
+    summary = merge([lines.cov_alpha, lines.cov_beta], tmp_path / "report", cwd=lines.project)
+    shown = coverage_json(lines.project, tmp_path / "report" / ".coverage")["totals"]
+    assert summary.percent == shown["percent_covered"] == 250 / 3
+    assert summary.precision == 2
+    assert summary.percent_display == shown["percent_covered_display"] == "83.33"
+    text = run(
+        lines.project, "coverage", "report", f"--data-file={tmp_path / 'report' / '.coverage'}"
+    )
+    assert text.splitlines()[-1].split()[-1] == f"{summary.percent_display}%"
+
+
+@pytest.mark.parametrize(
+    ("measured", "injected"),
+    [
+        ("/tmp/flakewarden-plugin-ab12/flakewarden_pytest_plugin.py", True),
+        ("tmp/flakewarden-plugin-ab12/flakewarden_pytest_plugin.py", True),  # relative_files
+        (r"C:\Temp\flakewarden-plugin-ab12\flakewarden_pytest_plugin.py", True),
+        ("/src/flakewarden/pytest_plugin.py", False),
+        ("/work/flakewarden-plugin-notes.py", False),
+        ("flakewarden_pytest_plugin.py", False),
+    ],
+)
+def test_injected_files_are_known_by_their_folder(measured: str, injected: bool) -> None:
+    assert is_injected(measured) is injected
+
+
+def test_data_measuring_the_plugin_merges_without_it(lines: Lines, tmp_path: Path) -> None:
+    """A data file that measured a plugin folder (gone since) merges to the project's figures."""
+    plugin = tmp_path / "flakewarden-plugin-x1"
+    plugin.mkdir()
+    (plugin / "flakewarden_pytest_plugin.py").write_text(
+        "def pytest_configure(config):\n    pass\n"
+    )
+    rc = tmp_path / "measure-all.coveragerc"
+    rc.write_text(f"[run]\nsource =\n    pkg\n    {plugin}\n")
+    attempt_dir = tmp_path / "attempts" / "1"
+    run(
+        lines.project,
+        "coverage",
+        "run",
+        f"--rcfile={rc}",
+        "-m",
+        "pytest",
+        "-p",
+        "flakewarden_pytest_plugin",
+        env={**attempt_env(attempt_dir), "PYTHONPATH": str(plugin)},
+    )
+    raw = coverage.CoverageData(basename=str(attempt_dir / ".coverage"))
+    raw.read()
+    assert any("flakewarden-plugin-x1" in f for f in raw.measured_files())
+    shutil.rmtree(plugin)
+    before = digest(attempt_dir / ".coverage")
+
+    summary = merge([attempt_dir / ".coverage"], tmp_path / "report", cwd=lines.project)
+
+    assert summary.errors == []
+    assert summary.percent == lines.expected
+    merged = coverage.CoverageData(basename=str(tmp_path / "report" / ".coverage"))
+    merged.read()
+    assert not any("flakewarden" in f for f in merged.measured_files())
+    assert digest(attempt_dir / ".coverage") == before  # the evidence is untouched

@@ -255,7 +255,7 @@ def test_publish_writes_annotations_summary_and_outputs(
             result("t.py::ok2", Outcome.PASSED, failures=0, runs=1),
         ],
         rootdir=str(workspace / "project"),
-        coverage=CoverageSummary(percent=91.256),
+        coverage=CoverageSummary(percent=91.256, precision=2),
     )
     gha.publish(rep, tmp_path / "report", artifact_name="flakewarden-test-0-attempt-1")
 

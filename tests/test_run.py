@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PYTEST, PYTHON, Project, flaky_module
-from workflow_commands import parse_commands
+from workflow_commands import parse_commands, read_output_file
 
 
 def test_flaky_test_is_rerun_alone_and_reported(project: Project) -> None:
@@ -487,7 +487,53 @@ def test_rerun_merged_coverage_equals_in_process_total(project: Project, mode: s
             p.name.startswith(".coverage")
             for p in (flaky.report_dir / "attempts" / number).iterdir()
         )
-    assert f"coverage {in_process:.2f}%" in flaky.stdout
+    # 9 of 11 statements at coverage.py's default precision 0: what `coverage report` prints.
+    assert in_process == 900 / 11
+    assert merged["precision"] == 0
+    assert merged["percent_display"] == "82"
+    assert "coverage 82% (merged over every attempt)" in flaky.stdout
+
+
+def test_coverage_is_shown_with_the_projects_precision_everywhere(
+    project: Project, tmp_path: Path
+) -> None:
+    _coverage_project(project, fail_times=1)
+    project.write(".coveragerc", "[run]\nsource = pkg\n[report]\nprecision = 2\n")
+    outputs, summary = tmp_path / "outputs", tmp_path / "summary"
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_OUTPUT": str(outputs),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_WORKSPACE": str(project.root),
+    }
+    # 81.818...% at two decimals is 81.82: it meets a threshold of 81.82, as coverage.py says.
+    result = project.run("--cov-fail-under", "81.82", command=[*PYTEST, "--cov"], env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    coverage = result.report["coverage"]
+    assert coverage["percent"] == 900 / 11
+    assert (coverage["precision"], coverage["percent_display"]) == (2, "81.82")
+    assert "coverage 81.82% (merged over every attempt)" in result.stdout
+    shown = "Coverage: **81.82%** (meets the 81.82% threshold)"
+    assert shown in (result.report_dir / "summary.md").read_text()
+    assert read_output_file(outputs)["coverage"] == "81.82"
+
+    # At precision 0 the total shows as 82, yet coverage.py judges a threshold of 81.9 at the
+    # threshold's own digits: 81.8 is below it, and the message says so in those digits.
+    project.write(".coveragerc", "[run]\nsource = pkg\n")
+    strict = project.run("--cov-fail-under", "81.9", command=[*PYTEST, "--cov"], report_dir="r2")
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert strict.report["coverage"]["percent_display"] == "82"
+    assert (
+        "coverage 82% (merged over every attempt), below --cov-fail-under 81.9: "
+        "total of 81.8 is less than fail-under=81.9"
+    ) in strict.stdout
+
+    # pytest-cov's --cov-precision overrides [report] precision, for its report and for ours.
+    command = [*PYTEST, "--cov", "--cov-precision", "3", "--cov-precision=1"]
+    tenths = project.run(command=command, report_dir="r3")
+    assert tenths.returncode == 0, tenths.stdout + tenths.stderr
+    assert tenths.report["coverage"]["percent_display"] == "81.8"
+    assert "coverage 81.8% (merged over every attempt)" in tenths.stdout
 
 
 def test_cov_fail_under_applies_to_the_merged_total(project: Project) -> None:

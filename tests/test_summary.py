@@ -94,9 +94,20 @@ def test_quarantined_tests_have_their_own_section() -> None:
 
 
 def test_coverage_section() -> None:
-    cov = CoverageSummary(percent=78.126, fail_under=80.0, files_combined=3)
+    cov = CoverageSummary(percent=78.126, precision=2, fail_under=80.0, files_combined=3)
     text = render_summary(report([], coverage=cov))
-    assert "Coverage: **78.13%** (below the 80% threshold)" in text
+    assert (
+        "Coverage: **78.13%** (below the 80% threshold: total of 78.13 is less than "
+        "fail-under=80.00), combined from 3 data files across attempts."
+    ) in text
+    # coverage.py's default precision is 0: shown as `coverage report` shows it, no more digits.
+    default = CoverageSummary(percent=78.19047619047619, files_combined=1)
+    assert "Coverage: **78%**, combined" in render_summary(report([], coverage=default))
+    # A report.json written before the precision was kept shows the digits it holds.
+    old = CoverageSummary.from_json({"percent": 78.0, "fail_under": 80, "files_combined": 2})
+    assert "Coverage: **78%** (below the 80% threshold)," in render_summary(
+        report([], coverage=old)
+    )
     cov_ok = CoverageSummary(percent=95.0, fail_under=80.0, files_combined=2)
     assert "(meets the 80% threshold)" in render_summary(report([], coverage=cov_ok))
     assert "### Coverage" not in render_summary(report([]))

@@ -12,6 +12,7 @@ import contextlib
 import inspect
 import io
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -25,9 +26,13 @@ import coverage.files
 from coverage.exceptions import CoverageException, CoverageWarning
 
 from .model import CoverageSummary
+from .process import PLUGIN_DIR_PREFIX
 
 DATA_FILE = ".coverage"
 XML_FILE = "coverage.xml"
+
+# The data file schema of coverage.py 7 (pyproject requires coverage<8).
+_SCHEMA = 7
 
 # SQLite's side files, never data files of their own.
 _SQLITE_SIDE_FILES = ("-journal", "-wal", "-shm")
@@ -77,6 +82,7 @@ def merge(
     config_file: Union[str, bool] = True,
     cwd: Path,
     fail_under: Optional[float] = None,
+    precision: Optional[int] = None,
 ) -> CoverageSummary:
     """Validate then combine; write report_dir/.coverage and report_dir/coverage.xml.
 
@@ -89,7 +95,8 @@ def merge(
     The percent is the total ``coverage report`` prints, with the project's configuration read
     from ``cwd`` (``config_file`` as in ``coverage.Coverage``): precision, include/omit,
     ``[paths]``, ``relative_files`` and branch all apply. ``fail_under`` defaults to the
-    configuration's ``[report] fail_under`` and is compared with the merged total only.
+    configuration's ``[report] fail_under`` and is compared with the merged total only;
+    ``precision`` (pytest-cov's ``--cov-precision``) overrides ``[report] precision``.
     """
     cwd = cwd.absolute()
     report_dir = report_dir.absolute()
@@ -116,7 +123,7 @@ def merge(
                 summary.errors.append("no coverage data file was written by any attempt")
             return summary
         with _working_directory(cwd):
-            _combine_and_report(checked, report_dir, config_file, summary)
+            _combine_and_report(checked, report_dir, config_file, summary, precision)
     return summary
 
 
@@ -161,7 +168,15 @@ def _check(path: Path, name: str, copy: Path) -> Union[_DataFile, str]:
             "is not coverage data" if "coverage_schema" in detail else "is truncated or corrupt"
         )
         return f"coverage data file {name} {problem}: {detail}"
-    if not measured:
+    finally:
+        _close(data)
+    injected = [source for source in measured if is_injected(source)]
+    if injected:
+        try:
+            _drop_files(copy, injected)
+        except (CoverageException, sqlite3.Error) as exc:
+            return f"coverage data file {name}: cannot leave out flakewarden's plugin: {exc}"
+    if len(injected) == len(measured):
         return (
             f"coverage data file {name} measures no file: no code under measurement ran "
             "(check --cov or [run] source)"
@@ -169,10 +184,45 @@ def _check(path: Path, name: str, copy: Path) -> Union[_DataFile, str]:
     return _DataFile(name=name, copy=copy, has_arcs=has_arcs)
 
 
+def is_injected(measured: str) -> bool:
+    """True for a file flakewarden put into the tested process (its plugin folder's files).
+
+    Matched by the folder's name, not this run's folder, so data measured in any run (an
+    earlier attempt, another job) is cleaned the same way, with any ``relative_files``.
+    """
+    parts = re.split(r"[/\\]", measured)
+    return len(parts) >= 2 and parts[-2].startswith(PLUGIN_DIR_PREFIX)
+
+
+def _drop_files(copy: Path, paths: list[str]) -> None:
+    """Remove every row about ``paths`` from a private copy of a data file.
+
+    coverage.py's ``purge_files`` keeps the file in the file table, so ``coverage report`` on
+    the merged data would still look for its (long deleted) source; the rows go here instead,
+    in the schema every coverage.py 7 writes.
+    """
+    with contextlib.closing(sqlite3.connect(copy)) as db, db:
+        [(version,)] = db.execute("select version from coverage_schema").fetchall()
+        if version != _SCHEMA:
+            raise CoverageException(f"coverage data schema {version} is not {_SCHEMA}")
+        marks = ",".join("?" * len(paths))
+        ids = [row[0] for row in db.execute(f"select id from file where path in ({marks})", paths)]
+        id_marks = ",".join("?" * len(ids))
+        for table in ("line_bits", "arc", "tracer"):
+            db.execute(f"delete from {table} where file_id in ({id_marks})", ids)
+        db.execute(f"delete from file where id in ({id_marks})", ids)
+
+
 def _open_data(path: Path) -> coverage.CoverageData:
     if _CAN_READ_ONLY:
         return coverage.CoverageData(basename=str(path), read_only=True)
     return coverage.CoverageData(basename=str(path))  # pragma: no cover - coverage<7.10
+
+
+def _close(data: coverage.CoverageData) -> None:
+    close = getattr(data, "close", None)  # not in every coverage 7; then closed when collected
+    if close is not None:
+        close()
 
 
 def _mixed_kinds(first: _DataFile, other: _DataFile) -> str:
@@ -191,12 +241,15 @@ def _combine_and_report(
     report_dir: Path,
     config_file: Union[str, bool],
     summary: CoverageSummary,
+    precision_given: Optional[int],
 ) -> None:
     """Combine the checked copies into report_dir/.coverage and report on them, from the cwd."""
     data_path = report_dir / DATA_FILE
     xml_path = report_dir / XML_FILE
     try:
         cov = coverage.Coverage(data_file=str(data_path), config_file=config_file)
+        if precision_given is not None:
+            cov.set_option("report:precision", precision_given)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CoverageWarning)
             # keep=True: coverage deletes combined inputs by default.
@@ -213,10 +266,16 @@ def _combine_and_report(
         total = cov.report(file=io.StringIO())
         cov.xml_report(outfile=str(xml_path))
         summary.xml_file = XML_FILE
-        precision = int(_number_option(cov, "report:precision"))
-        summary.percent = float(_displayed_percent(total, precision))
+        precision = _number_option(cov, "report:precision")
+        if precision < 0 or precision != int(precision):
+            raise CoverageException(f"[report] precision is {precision:g}, not a whole number >= 0")
+        summary.precision = int(precision)
+        summary.percent = float(total)
         if summary.fail_under is None:
-            summary.fail_under = _number_option(cov, "report:fail_under") or None
+            fail_under = _number_option(cov, "report:fail_under")
+            if not 0 <= fail_under <= 100:
+                raise CoverageException(f"[report] fail_under is {fail_under:g}, not 0 to 100")
+            summary.fail_under = fail_under or None
     except CoverageException as exc:
         summary.errors.append(f"cannot combine or report coverage: {exc}")
 
@@ -226,18 +285,6 @@ def _number_option(cov: coverage.Coverage, name: str) -> float:
     if not isinstance(value, (int, float)):
         raise CoverageException(f"[{name.replace(':', '] ')} is {value!r}, not a number")
     return float(value)
-
-
-def _displayed_percent(total: float, precision: int) -> str:
-    """The total as ``coverage report`` prints it: rounding never shows a false 0 or 100."""
-    near0 = 1.0 / 10**precision
-    if 0 < total < near0:
-        total = near0
-    elif 100.0 - near0 < total < 100:
-        total = 100.0 - near0
-    else:
-        total = round(total, precision)
-    return f"{total:.{precision}f}"
 
 
 def _display_name(path: Path, cwd: Path) -> str:

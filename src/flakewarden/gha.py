@@ -166,7 +166,6 @@ def outcome_of(report: RunReport) -> str:
 def outputs_for(report: RunReport, report_dir: Path) -> dict[str, str]:
     """The step outputs, all strings, as ``$GITHUB_OUTPUT`` holds them."""
     totals = report.totals
-    percent = report.coverage.percent if report.coverage is not None else None
     return {
         "outcome": outcome_of(report),
         "passed": str(totals.passed),
@@ -175,7 +174,8 @@ def outputs_for(report: RunReport, report_dir: Path) -> dict[str, str]:
         "quarantined": str(totals.quarantined),
         "quarantine-known": str(len(report.quarantine_known)),
         "report-dir": str(report_dir),
-        "coverage": "" if percent is None else f"{percent:.2f}",
+        # As `coverage report` shows it, with the project's precision.
+        "coverage": "" if report.coverage is None else report.coverage.percent_display,
     }
 
 

@@ -23,7 +23,25 @@ from typing import IO, NamedTuple, Optional, Union
 from .errors import UsageError
 
 PLUGIN_MODULE = "flakewarden_pytest_plugin"
+# Every folder plugin_dir makes is named so; coverage_merge drops any file measured in one.
+PLUGIN_DIR_PREFIX = "flakewarden-plugin-"
 _PLUGIN_SOURCE = Path(__file__).with_name("pytest_plugin.py")
+_PLUGIN_CODE_FILE = "plugin-code.txt"
+# A stub that runs the plugin's code under a file name starting with "<": coverage.py never
+# traces such code, whatever the project's config, so the tests' own coverage report (pytest-cov
+# prints one per attempt) never shows the plugin. The stub's own few lines run at import, before
+# pytest-cov starts; only `coverage run` sees them, and the merge drops them.
+_PLUGIN_STUB = f"""\
+import linecache as _linecache
+import os as _os
+
+_name = "<{PLUGIN_MODULE}>"
+with open(_os.path.join(_os.path.dirname(__file__), "{_PLUGIN_CODE_FILE}"), encoding="utf-8") as _f:
+    _code = _f.read()
+_linecache.cache[_name] = (len(_code), None, _code.splitlines(True), _name)
+exec(compile(_code, _name, "exec", dont_inherit=True))
+del _linecache, _os, _name, _f, _code
+"""
 TERMINATE_GRACE_SECONDS = 5.0
 
 
@@ -45,12 +63,13 @@ class Interrupted(Exception):
 def plugin_dir() -> Iterator[Path]:
     """A private directory holding only our plugin, for ``PYTHONPATH``.
 
-    Only this one file is exposed, so the tested interpreter never sees our
+    Only this one module is exposed, so the tested interpreter never sees our
     dependencies (coverage, requests, ...) shadowing its own.
     """
-    directory = Path(tempfile.mkdtemp(prefix="flakewarden-plugin-"))
+    directory = Path(tempfile.mkdtemp(prefix=PLUGIN_DIR_PREFIX))
     try:
-        shutil.copyfile(_PLUGIN_SOURCE, directory / f"{PLUGIN_MODULE}.py")
+        shutil.copyfile(_PLUGIN_SOURCE, directory / _PLUGIN_CODE_FILE)
+        (directory / f"{PLUGIN_MODULE}.py").write_text(_PLUGIN_STUB, encoding="utf-8")
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)

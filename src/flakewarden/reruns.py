@@ -426,11 +426,30 @@ def _merge_coverage(
         if not found:
             missing.append(f"attempt {attempt.number} wrote no coverage data file")
         files.extend(found)
+    located = pytest_args.locate(options.command)
     summary = coverage_merge.merge(
-        files, options.report_dir, cwd=options.cwd, fail_under=fail_under
+        files,
+        options.report_dir,
+        cwd=options.cwd,
+        fail_under=fail_under,
+        precision=None if located is None else _cov_precision(located.args),
     )
     summary.errors = missing + summary.errors
     return summary
+
+
+def _cov_precision(args: Sequence[str]) -> Optional[int]:
+    """pytest-cov's ``--cov-precision``, which overrides ``[report] precision`` as it reports."""
+    found = None  # the last one given wins, as in pytest's own parsing
+    for index, token in enumerate(args):
+        value = None
+        if token.startswith("--cov-precision="):
+            value = token.split("=", 1)[1]
+        elif token == "--cov-precision" and index + 1 < len(args):
+            value = args[index + 1]
+        if value is not None and value.isdigit():
+            found = int(value)
+    return found
 
 
 def _exit_code(report: RunReport, state: _State, options: RunOptions) -> int:

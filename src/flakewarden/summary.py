@@ -135,10 +135,11 @@ def _coverage(report: RunReport) -> list[str]:
     if coverage.percent is None:
         lines.append("Coverage was requested but not measured.")
     else:
-        text = f"Coverage: **{coverage.percent:.2f}%**"
+        text = f"Coverage: **{coverage.percent_display}%**"
         if coverage.fail_under is not None:
             verdict = "below" if coverage.below_threshold else "meets"
-            text += f" ({verdict} the {coverage.fail_under:g}% threshold)"
+            reason = f": {escape_markdown(coverage.gate_message)}" if coverage.gate_message else ""
+            text += f" ({verdict} the {coverage.fail_under:g}% threshold{reason})"
         text += f", combined from {coverage.files_combined} data files across attempts."
         lines.append(text)
     for error in coverage.errors[:20]:

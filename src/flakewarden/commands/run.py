@@ -189,9 +189,11 @@ def console_summary(report: RunReport, shown_dir: Path) -> None:
     totals = report.totals
     extra = []
     if report.coverage is not None and report.coverage.percent is not None:
-        line = f"coverage {report.coverage.percent:.2f}% (merged over every attempt)"
+        line = f"coverage {report.coverage.percent_display}% (merged over every attempt)"
         if report.coverage.below_threshold:
             line += f", below --cov-fail-under {report.coverage.fail_under:g}"
+            if report.coverage.gate_message:
+                line += f": {report.coverage.gate_message}"
         extra.append(line)
     if report.cutoff:
         extra.append("no reruns: too many failures")

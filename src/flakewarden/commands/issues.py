@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import gha
-from ..console import one_line
+from ..console import one_line, plural
 from ..errors import GitHubError
 from ..flake_issues import FilingResult, RunContext, count_quarantined, file_flakes
 from ..github_api import GitHubClient
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
             return int(ExitCode.OK)  # quarantined runs are counted only where GitHub is set up
     if not repository or repository.count("/") != 1:
         warn(
-            f"flake issues not filed for {len(flaky)} flaky tests: no repository; "
+            f"flake issues not filed for {plural(len(flaky), 'flaky test')}: no repository; "
             "set GITHUB_REPOSITORY=owner/repo or pass --repository"
         )
         return int(ExitCode.OK)
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     try:
         client = client or GitHubClient.from_env(args.token)
     except GitHubError as exc:
-        warn(f"flake issues not filed for {len(flaky)} flaky tests: {exc}")
+        warn(f"flake issues not filed for {plural(len(flaky), 'flaky test')}: {exc}")
         return int(ExitCode.OK)
     try:
         counting = count_quarantined(client, repository, report.tests)

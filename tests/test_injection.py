@@ -1,0 +1,151 @@
+"""Attacks on the job log, end to end: what a hostile test can make the runner act on.
+
+Each test runs the real CLI on a real pytest project (or against the GitHub
+emulator over loopback) and reads its output the way actions/runner does
+(``workflow_commands``: the ``::`` form, the legacy ``##[`` form anywhere in a
+line, ``stop-commands`` fences). Only flakewarden's own commands may appear.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import Project, flaky_module
+from github_emulator import GitHubEmulator
+from github_fixtures import emulator_env, flaky, write_report
+from workflow_commands import RESUME, STOP, Command, command_stream
+
+from flakewarden import cli
+
+OUR_FENCE = re.compile(r"^[0-9a-f]{32}$")
+
+
+def actions_env(project: Project, tmp_path: Path) -> dict[str, str]:
+    return {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_OUTPUT": str(tmp_path / "outputs"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary"),
+        "GITHUB_WORKSPACE": str(project.root),
+    }
+
+
+def only_ours(stream: list[Command]) -> list[Command]:
+    """The annotations, after checking every other command is flakewarden's own fence."""
+    fences = [c for c in stream if c.name in (STOP, RESUME)]
+    assert len(fences) in (0, 2), fences
+    if fences:
+        stop, resume = fences
+        assert (stop.name, resume.name) == (STOP, RESUME), fences
+        assert OUR_FENCE.match(stop.data) and resume.data == stop.data, fences
+        assert stop.line == f"::stop-commands::{stop.data}", fences
+        assert resume.line == f"::{stop.data}::", fences
+    annotations = [c for c in stream if c.name not in (STOP, RESUME)]
+    foreign = [c for c in annotations if c.name not in ("error", "warning", "notice")]
+    assert not foreign, foreign
+    for annotation in annotations:
+        assert re.match(r"^::(error|warning|notice) title=", annotation.line), annotation
+    return annotations
+
+
+REAL_FAILURE = "def test_real():\n    assert 1 == 2, 'a real failure'\n"
+
+
+@pytest.mark.parametrize("quiet", [False, True], ids=["echoed", "quiet"])
+def test_a_legacy_stop_commands_in_a_test_id_does_not_silence_annotations(
+    project: Project, tmp_path: Path, quiet: bool
+) -> None:
+    project.write(
+        "tests/test_flaky.py",
+        flaky_module("f").replace(
+            "def test_f():",
+            "import pytest\n\n"
+            "@pytest.mark.parametrize('n', [1], ids=['x##[stop-commands]hide'])\ndef test_f(n):",
+        ),
+    )
+    project.write("tests/test_real.py", REAL_FAILURE)
+    args = ("-q",) if quiet else ()
+    result = project.run(*args, env=actions_env(project, tmp_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    flaky_id = "tests/test_flaky.py::test_f[x##[stop-commands]hide]"
+    assert result.outcomes[flaky_id] == "flaky"  # the data keeps the exact id
+    annotations = only_ours(command_stream(result.stdout + "\n" + result.stderr))
+    titles = [(c.name, c.properties.get("title")) for c in annotations]
+    assert titles == [
+        ("error", "Failed test: tests/test_real.py::test_real"),
+        ("warning", f"Flaky test: {flaky_id}"),
+    ]
+    assert "FLAKY-TEST-DETECTED: tests/test_flaky.py::test_f[x##\\x5bstop-commands]hide]" in (
+        result.stdout
+    )
+
+
+@pytest.mark.parametrize("quiet", [False, True], ids=["echoed", "quiet"])
+def test_an_import_time_legacy_error_is_not_an_annotation(
+    project: Project, tmp_path: Path, quiet: bool
+) -> None:
+    project.write("tests/conftest.py", "raise RuntimeError('##[error]INJECTED by conftest')\n")
+    project.write("tests/test_a.py", "def test_a():\n    pass\n")
+    args = ("-q",) if quiet else ()
+    result = project.run(*args, env=actions_env(project, tmp_path))
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "INJECTED by conftest" in result.stderr  # said, as data
+    annotations = only_ours(command_stream(result.stdout + "\n" + result.stderr))
+    assert not [c for c in annotations if "INJECTED" in c.data], annotations
+
+
+def test_a_child_ending_without_a_newline_still_resumes_commands(
+    project: Project, tmp_path: Path
+) -> None:
+    # The last thing the test process writes is "bye", with no newline, at exit.
+    project.write(
+        "tests/conftest.py",
+        "import atexit, os\n\natexit.register(lambda: os.write(1, b'bye'))\n",
+    )
+    project.write("tests/test_real.py", REAL_FAILURE)
+    result = project.run("--reruns", "0", env=actions_env(project, tmp_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "bye\n::" in result.stdout
+    annotations = only_ours(command_stream(result.stdout))
+    assert [c.properties["title"] for c in annotations] == [
+        "Failed test: tests/test_real.py::test_real"
+    ]
+
+
+HOSTILE_IDS = [
+    "tests/test_x.py::test_x[x##[stop-commands]hide]",
+    "tests/test_x.py::test_y[##[error]INJECTED]",
+    "::error::INJECTED",
+    "\u3000::warning::INJECTED",
+]
+
+
+def test_issues_prints_hostile_ids_inertly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report_dir = write_report(tmp_path / "report", [flaky(i) for i in HOSTILE_IDS])
+    with GitHubEmulator() as emu:
+        emulator_env(monkeypatch, emu)
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
+        code = cli.main(["issues", "--report-dir", str(report_dir)])
+        out = capsys.readouterr()
+    assert code == 0, out
+    assert len(emu.open_issues()) == len(HOSTILE_IDS)
+    assert out.out.count("FLAKY-TEST-DETECTED") == len(HOSTILE_IDS)
+    assert out.out.count(": opened #") == len(HOSTILE_IDS)
+    assert only_ours(command_stream(out.out + "\n" + out.err)) == []
+
+
+def test_issues_warning_after_hostile_ids_still_reaches_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report_dir = write_report(tmp_path / "report", [flaky(HOSTILE_IDS[0])])
+    emulator_env(monkeypatch, None)  # nothing listening: one warning, fail-open
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.delenv("GITHUB_REPOSITORY")
+    assert cli.main(["issues", "--report-dir", str(report_dir)]) == 0
+    out = capsys.readouterr()
+    [warning] = only_ours(command_stream(out.out + "\n" + out.err))
+    assert warning.name == "warning"
+    assert "not filed for 1 flaky test:" in warning.data

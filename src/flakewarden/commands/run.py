@@ -29,7 +29,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "e.g. flakewarden run -- python -m pytest",
     )
     parser.add_argument(
-        "--reruns", type=whole_number(0), default=None, help="reruns of failed tests (default 2)"
+        "--reruns",
+        type=whole_number(0, 100),
+        default=None,
+        help="reruns of failed tests (default 2)",
     )
     parser.add_argument(
         "--max-failures",

@@ -265,6 +265,5 @@ def _check_events(events: Any, where: str) -> None:
             depth -= 1
         elif isinstance(event, yaml.ScalarEvent) and len(event.value) > MAX_SCALAR:
             mark = event.start_mark
-            raise ConfigError(
-                f"{where}: a value at line {mark.line + 1} is over {MAX_SCALAR} characters"
-            )
+            at = f" at line {mark.line + 1}" if mark is not None else ""
+            raise ConfigError(f"{where}: a value{at} is over {MAX_SCALAR} characters")

@@ -8,6 +8,7 @@ line, ``stop-commands`` fences). Only flakewarden's own commands may appear.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -149,3 +150,70 @@ def test_issues_warning_after_hostile_ids_still_reaches_the_log(
     [warning] = only_ours(command_stream(out.out + "\n" + out.err))
     assert warning.name == "warning"
     assert "not filed for 1 flaky test:" in warning.data
+
+
+# -- --report-dir .: only what flakewarden wrote is ever replaced ----------------------
+
+
+def test_report_dir_dot_keeps_a_users_files_across_runs(project: Project) -> None:
+    project.write("tests/test_flaky.py", flaky_module("f"))
+    first = project.run(report_dir=".")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (project.root / "attempts" / "2" / "results.jsonl").exists()
+    # The user's own files land next to (and inside) the report after the first run.
+    notes = project.write("attempts/notes.txt", "my notes")
+    xml = project.write("coverage.xml", "<coverage/>")
+    refused = project.run(report_dir=".")
+    assert refused.returncode == 4
+    assert "already holds coverage.xml that flakewarden did not write" in refused.stderr
+    assert xml.read_text() == "<coverage/>"
+    assert notes.read_text() == "my notes"
+    xml.unlink()
+    (project.root / "tests" / ".counter-f").unlink()
+    project.write("tests/test_flaky.py", "def test_f():\n    pass\n")
+    second = project.run(report_dir=".")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert notes.read_text() == "my notes"  # kept, inside flakewarden's own directory
+    assert not (project.root / "attempts" / "2").exists()  # the first run's rerun is gone
+    assert second.outcomes == {"tests/test_flaky.py::test_f": "passed"}
+    manifest = json.loads((project.root / ".flakewarden-report").read_text())
+    assert "attempts/notes.txt" not in manifest["files"]
+    assert "attempts/1/output.log" in manifest["files"]
+
+
+def test_a_run_that_died_is_cleaned_up_without_touching_others_files(tmp_path: Path) -> None:
+    from flakewarden.reports import claim_directory
+
+    owned = ("attempts", "report.json")
+    out = tmp_path / "out"
+    claim_directory(out, owned)  # the run starts...
+    (out / "attempts" / "1").mkdir(parents=True)
+    (out / "attempts" / "1" / "results.jsonl").write_text("stale\n")
+    notes = out / "attempts" / "notes.txt"
+    notes.write_text("mine")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious")
+    manifest = json.loads((out / ".flakewarden-report").read_text())
+    # ...and dies before listing its files; a test even rewrote the manifest.
+    manifest["foreign"].append("attempts/notes.txt")
+    manifest["files"] = ["../outside.txt", "/etc/hostname"]
+    (out / ".flakewarden-report").write_text(json.dumps(manifest))
+    claim_directory(out, owned)
+    assert not (out / "attempts" / "1").exists()
+    assert notes.read_text() == "mine"
+    assert outside.read_text() == "precious"
+
+
+def test_a_foreign_file_inside_an_attempt_directory_is_refused(tmp_path: Path) -> None:
+    from flakewarden.errors import UsageError
+    from flakewarden.reports import claim_directory, record_written
+
+    out = tmp_path / "out"
+    claim_directory(out, ("attempts",))
+    (out / "attempts" / "1").mkdir(parents=True)
+    record_written(out)
+    mine = out / "attempts" / "1" / "output.log"
+    mine.write_text("not flakewarden's")
+    with pytest.raises(UsageError, match=r"already holds attempts/1/output\.log"):
+        claim_directory(out, ("attempts",))
+    assert mine.read_text() == "not flakewarden's"

@@ -8,8 +8,12 @@ line, ``stop-commands`` fences). Only flakewarden's own commands may appear.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -217,3 +221,50 @@ def test_a_foreign_file_inside_an_attempt_directory_is_refused(tmp_path: Path) -
     with pytest.raises(UsageError, match=r"already holds attempts/1/output\.log"):
         claim_directory(out, ("attempts",))
     assert mine.read_text() == "not flakewarden's"
+
+
+# -- detached writers: nothing a test started outlives its attempt -----------------------
+
+DETACHED_WRITER = """
+import os, sys, time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def test_leaves_a_writer_behind():
+    flakewarden = os.getppid()
+    if os.fork() == 0:
+        os.setsid()  # out of the attempt's process group
+        if os.fork() == 0:
+            (HERE / "writer.pid").write_text(str(os.getpid()))
+            log = os.open(f"/proc/{flakewarden}/fd/1", os.O_WRONLY)
+            give_up = time.monotonic() + 20
+            while time.monotonic() < give_up:
+                try:
+                    os.kill(flakewarden, 0)
+                except ProcessLookupError:
+                    break  # flakewarden is gone: the output fence is closed
+                time.sleep(0.05)
+            os.write(log, b"::error title=DETACHED::written after flakewarden exited\\n")
+            (HERE / "wrote").write_text("yes")
+        os._exit(0)
+    os.wait()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaper: Linux only")
+def test_a_detached_writer_is_ended_with_its_attempt(project: Project, tmp_path: Path) -> None:
+    project.write("tests/test_detach.py", DETACHED_WRITER)
+    try:
+        result = project.run("-q", env=actions_env(project, tmp_path))
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert only_ours(command_stream(result.stdout + "\n" + result.stderr)) == []
+        assert not (project.root / "tests" / "wrote").exists()
+        log = (result.report_dir / "attempts" / "1" / "output.log").read_text()
+        assert "[flakewarden] ended 1 process(es) the command left running" in log
+    finally:
+        pid_file = project.root / "tests" / "writer.pid"
+        if pid_file.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)

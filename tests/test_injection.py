@@ -268,3 +268,33 @@ def test_a_detached_writer_is_ended_with_its_attempt(project: Project, tmp_path:
         if pid_file.exists():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_a_test_that_deletes_the_report_directory_is_said_so(project: Project) -> None:
+    project.write(
+        "tests/test_rm.py",
+        """
+        import os, shutil
+        from pathlib import Path
+
+        def test_a():
+            pass
+
+        def test_deletes_the_report():
+            marker = Path(__file__).with_name(".deleted")
+            if not marker.exists():
+                marker.write_text("x")
+                shutil.rmtree(Path(os.environ["FLAKEWARDEN_RESULTS"]).parents[2])
+        """,
+    )
+    result = project.run()
+    assert result.returncode == 3, result.stdout + result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last == (
+        "flakewarden: error: attempt 1: the report directory was deleted while the tests ran "
+        f"(by a test?), so what they recorded is lost: {result.report_dir}"
+    )
+    assert "is it a pytest command" not in result.stderr
+    assert result.report["problems"] == [last.removeprefix("flakewarden: error: ")]
+    again = project.run()  # the report written after is flakewarden's, and replaced
+    assert again.returncode == 0, again.stdout + again.stderr

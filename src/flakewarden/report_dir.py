@@ -23,6 +23,8 @@ from typing import Any
 from .errors import UsageError
 
 SENTINEL = ".flakewarden-report"
+#: What this process claimed, should a test delete the sentinel while it runs.
+_claims: dict[str, tuple[list[str], list[str]]] = {}
 _NOTE = "This directory holds a flakewarden report; flakewarden replaces the files listed here."
 
 
@@ -106,6 +108,7 @@ def claim_directory(directory: Path, owned: Sequence[str]) -> None:
             foreign = []
         directory.mkdir(parents=True, exist_ok=True)
         _write_manifest(directory, {"owned": list(owned), "foreign": foreign, "complete": False})
+        _claims[str(directory)] = (list(owned), foreign)
     except OSError as exc:
         raise UsageError(f"cannot use --report-dir {directory}: {exc.strerror}") from exc
 
@@ -128,6 +131,10 @@ def record_written(directory: Path) -> None:
     """List in the manifest every file this run left, so the next run deletes just those."""
     sentinel = directory / SENTINEL
     manifest = _read_manifest(sentinel)
+    if not isinstance(manifest.get("owned"), list) and str(directory) in _claims:
+        # A test deleted the directory, sentinel and all: what is there now is ours.
+        owned, foreign_list = _claims[str(directory)]
+        manifest = {"owned": owned, "foreign": foreign_list}
     owned = [o for o in manifest.get("owned", []) if isinstance(o, str)]
     if not owned:
         return

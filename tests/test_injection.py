@@ -298,3 +298,33 @@ def test_a_test_that_deletes_the_report_directory_is_said_so(project: Project) -
     assert result.report["problems"] == [last.removeprefix("flakewarden: error: ")]
     again = project.run()  # the report written after is flakewarden's, and replaced
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+JOB = {"RUNNER_TRACKING_ID": "github_6d1a0f3e", "GITHUB_RUN_ID": "77", "GITHUB_JOB": "test"}
+
+
+@pytest.mark.parametrize("same_job", [True, False], ids=["same-job", "other-job"])
+def test_flaky_tests_are_listed_once_per_job(
+    project: Project,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    same_job: bool,
+) -> None:
+    project.write("tests/test_flaky.py", flaky_module("f"))
+    run = project.run(env={**actions_env(project, tmp_path), **JOB})
+    assert run.returncode == 0, run.stdout + run.stderr
+    with GitHubEmulator() as emu:
+        emulator_env(monkeypatch, emu)
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
+        for key, value in JOB.items():
+            monkeypatch.setenv(key, value)
+        if not same_job:  # the report came from another job (a downloaded artifact)
+            monkeypatch.setenv("RUNNER_TRACKING_ID", "github_0b7c9d21")
+        assert cli.main(["issues", "--report-dir", str(run.report_dir)]) == 0
+        issues = capsys.readouterr().out
+    assert len(emu.open_issues()) == 1
+    log = run.stdout + issues
+    assert log.count("FLAKY-TEST-DETECTED: tests/test_flaky.py::test_f") == (1 if same_job else 2)
+    if same_job:
+        assert "flakewarden: 1 flaky test in report.json (FLAKY-TEST-DETECTED above" in issues

@@ -16,9 +16,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Optional
 
 from .errors import UsageError
 
@@ -107,7 +107,10 @@ def claim_directory(directory: Path, owned: Sequence[str]) -> None:
         else:
             foreign = []
         directory.mkdir(parents=True, exist_ok=True)
-        _write_manifest(directory, {"owned": list(owned), "foreign": foreign, "complete": False})
+        _write_manifest(
+            directory,
+            {"owned": list(owned), "foreign": foreign, "complete": False, "job": job_identity()},
+        )
         _claims[str(directory)] = (list(owned), foreign)
     except OSError as exc:
         raise UsageError(f"cannot use --report-dir {directory}: {exc.strerror}") from exc
@@ -134,7 +137,7 @@ def record_written(directory: Path) -> None:
     if not isinstance(manifest.get("owned"), list) and str(directory) in _claims:
         # A test deleted the directory, sentinel and all: what is there now is ours.
         owned, foreign_list = _claims[str(directory)]
-        manifest = {"owned": owned, "foreign": foreign_list}
+        manifest = {"owned": owned, "foreign": foreign_list, "job": job_identity()}
     owned = [o for o in manifest.get("owned", []) if isinstance(o, str)]
     if not owned:
         return
@@ -144,5 +147,36 @@ def record_written(directory: Path) -> None:
     # Unwritable: the next run falls back to "everything but what was not ours".
     with contextlib.suppress(OSError):
         _write_manifest(
-            directory, {"owned": owned, "foreign": sorted(foreign), "complete": True, "files": mine}
+            directory,
+            {
+                "owned": owned,
+                "foreign": sorted(foreign),
+                "complete": True,
+                "files": mine,
+                "job": manifest.get("job", ""),
+            },
         )
+
+
+def job_identity(env: Optional[Mapping[str, str]] = None) -> str:
+    """This GitHub Actions job, as its steps see it; ``""`` outside GitHub Actions.
+
+    ``RUNNER_TRACKING_ID`` is fresh for every job; the run, attempt, job and runner
+    names stand in where the runner's process cleanup (which sets it) is off.
+    """
+    env = os.environ if env is None else env
+    if env.get("GITHUB_ACTIONS") != "true":
+        return ""
+    if env.get("RUNNER_TRACKING_ID"):
+        return env["RUNNER_TRACKING_ID"]
+    keys = ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB", "RUNNER_NAME")
+    parts = [env.get(key, "") for key in keys]
+    return "/".join(parts) if any(parts) else ""
+
+
+def written_in_this_job(directory: Path) -> bool:
+    """True when a run in this very job wrote ``directory`` (its lines are in this log)."""
+    here = job_identity()
+    if not here:
+        return False
+    return bool(_read_manifest(directory / SENTINEL).get("job") == here)

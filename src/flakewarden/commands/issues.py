@@ -1,7 +1,8 @@
 """``flakewarden issues``: keep one GitHub issue per flaky test in report.json.
 
 Fail-open: every ``FLAKY-TEST-DETECTED`` line is printed before GitHub is
-touched, any GitHub failure becomes one warning, and the exit code stays 0.
+touched (unless ``flakewarden run`` printed them in this same job), any GitHub
+failure becomes one warning, and the exit code stays 0.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..errors import GitHubError
 from ..flake_issues import FilingResult, RunContext, count_quarantined, file_flakes
 from ..github_api import GitHubClient
 from ..model import ExitCode, Outcome, RunReport
+from ..report_dir import written_in_this_job
 from ..reports import REPORT_JSON, read_report
 
 DEFAULT_REPORT_DIR = "flakewarden-report"
@@ -68,11 +70,18 @@ def warn(message: str) -> None:
 def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     report = load_report(args.report_dir)
     flaky = report.with_outcome(Outcome.FLAKY)
-    for test in flaky:
+    if flaky and written_in_this_job(Path(args.report_dir)):
+        # `flakewarden run` printed them in this job's log already: once is enough.
         sys.stdout.write(
-            f"FLAKY-TEST-DETECTED: {one_line(test.id)} "
-            f"({len(test.failures)}/{len(test.attempts)} attempts failed, then passed)\n"
+            f"flakewarden: {plural(len(flaky), 'flaky test')} in report.json "
+            "(FLAKY-TEST-DETECTED above, from flakewarden run)\n"
         )
+    else:
+        for test in flaky:
+            sys.stdout.write(
+                f"FLAKY-TEST-DETECTED: {one_line(test.id)} "
+                f"({len(test.failures)}/{len(test.attempts)} attempts failed, then passed)\n"
+            )
     sys.stdout.flush()
     ctx = RunContext.from_env()
     repository = args.repository or ctx.repository

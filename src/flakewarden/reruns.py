@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Callable, Optional
 
 from . import __version__, pytest_args
+from .console import plural
 from .errors import UsageError
 from .model import (
     Attempt,
@@ -214,8 +215,8 @@ def _loop(
     if len(failing) > options.max_failures:
         state.cutoff = True
         say(
-            f"{len(failing)} tests failed, more than --max-failures {options.max_failures}: "
-            "that is a real break, not flakiness; no reruns"
+            f"{plural(len(failing), 'test')} failed, more than --max-failures "
+            f"{options.max_failures}: that is a real break, not flakiness; no reruns"
         )
         return
     split = pytest_args.split_with_invocation(command, (first.config or {}).get("args", []))

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..config import Config, load
-from ..console import one_line
+from ..console import one_line, plural
 from ..errors import UsageError
 from ..model import ExitCode
 from .issues import add_github_options
@@ -187,5 +187,5 @@ def run_reevaluate(args: argparse.Namespace, client: Optional[Any] = None) -> in
             f"flakewarden: {one_line(result.test_id)} (#{result.number}): "
             f"{result.failures} failures in {result.runs} recent runs: {done}\n"
         )
-    sys.stdout.write(f"flakewarden: {len(results)} quarantined tests reevaluated\n")
+    sys.stdout.write(f"flakewarden: {plural(len(results), 'quarantined test')} reevaluated\n")
     return int(ExitCode.OK)

@@ -60,14 +60,25 @@ _PROPERTY = (("%0D", "\r"), ("%0A", "\n"), ("%3A", ":"), ("%2C", ","), ("%25", "
 _LEGACY = (("%3B", ";"), ("%0D", "\r"), ("%0A", "\n"), ("%5D", "]"), ("%25", "%"))
 
 
+def _is_space(char: str) -> bool:
+    """.NET's ``char.IsWhiteSpace``: Zs, Zl, Zp, TAB..CR and NEL (not Python's ``isspace``)."""
+    return char in "\t\n\v\f\r\x85" or unicodedata.category(char) in ("Zs", "Zl", "Zp")
+
+
 def _trim_start(text: str) -> str:
-    """.NET's ``TrimStart()``: Unicode white space (Zs, Zl, Zp) and TAB..CR, NEL."""
+    """.NET's ``TrimStart()``."""
     at = 0
-    while at < len(text) and (
-        text[at] in "\t\n\v\f\r\x85" or unicodedata.category(text[at]) in ("Zs", "Zl", "Zp")
-    ):
+    while at < len(text) and _is_space(text[at]):
         at += 1
     return text[at:]
+
+
+def dotnet_trim(text: str) -> str:
+    """.NET's ``Trim()``: the runner trims a v2 command's property text so."""
+    end = len(text)
+    while end > 0 and _is_space(text[end - 1]):
+        end -= 1
+    return _trim_start(text[:end])
 
 
 def _properties(text: str, separator: str, pairs: tuple[tuple[str, str], ...]) -> dict[str, str]:
@@ -93,7 +104,7 @@ def parse_v2(line: str, registered: set[str]) -> Optional[Command]:
     name, space, props = info.partition(" ")
     if name.lower() not in registered:
         return None
-    properties = _properties(props.strip(), ",", _PROPERTY) if space and name else {}
+    properties = _properties(dotnet_trim(props), ",", _PROPERTY) if space and name else {}
     return Command(name.lower(), properties, _unescape(text[end + 2 :], _DATA), line)
 
 

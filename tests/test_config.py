@@ -244,8 +244,18 @@ def test_an_alias_bomb_within_the_alias_limit_is_never_expanded(tmp_path: Path) 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--cov-fail-under", "nan"], "--cov-fail-under: expected a percentage, a finite one"),
-        (["--cov-fail-under", "inf"], "--cov-fail-under: expected a percentage, a finite one"),
+        (
+            ["--cov-fail-under", "nan"],
+            "--cov-fail-under: expected 0 or more and at most 100, got nan",
+        ),
+        (
+            ["--cov-fail-under", "inf"],
+            "--cov-fail-under: expected 0 or more and at most 100, got inf",
+        ),
+        (
+            ["--cov-fail-under", "-inf"],
+            "--cov-fail-under: expected 0 or more and at most 100, got -inf",
+        ),
         (["--reruns", "1" * 5000], "--reruns: expected at most 100, got '1111"),
         (["--reruns", "101"], "--reruns: expected at most 100, got 101"),
         (["--max-failures", "x" * 5000], "--max-failures: expected a whole number, got 'xxx"),

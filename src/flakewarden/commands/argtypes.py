@@ -52,9 +52,9 @@ def number(
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {what}, got {_shown(text)}") from None
-        if not math.isfinite(value):
+        if not math.isfinite(value) and high == math.inf:
             raise argparse.ArgumentTypeError(f"expected {what}, a finite one, got {_shown(text)}")
-        if value > high or value < low or (low_open and value == low):
+        if not math.isfinite(value) or value > high or value < low or (low_open and value == low):
             above = f"more than {low:g}" if low_open else f"{low:g} or more"
             limit = "" if high == math.inf else f" and at most {high:g}"
             raise argparse.ArgumentTypeError(f"expected {above}{limit}, got {value:g}")

@@ -253,7 +253,7 @@ def test_an_alias_bomb_within_the_alias_limit_is_never_expanded(tmp_path: Path) 
             "--cov-fail-under: expected 0 or more and at most 100, got inf",
         ),
         (
-            ["--cov-fail-under", "-inf"],
+            ["--cov-fail-under=-inf"],
             "--cov-fail-under: expected 0 or more and at most 100, got -inf",
         ),
         (["--reruns", "1" * 5000], "--reruns: expected at most 100, got '1111"),

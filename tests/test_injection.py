@@ -328,3 +328,22 @@ def test_flaky_tests_are_listed_once_per_job(
     assert log.count("FLAKY-TEST-DETECTED: tests/test_flaky.py::test_f") == (1 if same_job else 2)
     if same_job:
         assert "flakewarden: 1 flaky test in report.json (FLAKY-TEST-DETECTED above" in issues
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("a##[error]b", "a##\\x5berror]b"),
+        ("#\u00ad#\u200b[error]", "#\u00ad#\u200b\\x5berror]"),  # invisible characters between
+        ("#[#[", "#\\x5b#\\x5b"),
+        ("::error::x", "\\x3a:error::x"),
+        ("\u3000 ::warning::x", "\u3000 \\x3a:warning::x"),
+        ("tests/a.py::test[1]", "tests/a.py::test[1]"),  # ordinary ids are left alone
+        ("x\ud800y", "x\\ud800y"),  # a lone surrogate cannot crash the console
+    ],
+)
+def test_one_line_leaves_no_command_to_find(text: str, shown: str) -> None:
+    from flakewarden.console import one_line
+
+    assert one_line(text) == shown
+    assert command_stream(one_line(text)) == []

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Project, flaky_module
+from conftest import PYTEST, PYTHON, Project, flaky_module
 
 from flakewarden.config import Config, QuarantinePolicy, find_default, load
 from flakewarden.errors import ConfigError
@@ -169,3 +170,117 @@ def test_no_fail_on_flaky_overrides_the_file(project: Project) -> None:
     relaxed = project.run("--config", "flakewarden.yml", "--no-fail-on-flaky", report_dir="r2")
     assert relaxed.returncode == 0
     assert relaxed.outcomes == {"tests/test_flaky.py::test_flaky": "flaky"}
+
+
+# -- hostile documents: bounded before use, one short line, exit 4 ---------------------
+
+
+def alias_bomb(levels: int = 9) -> str:
+    """The billion laughs as one config value: 9**9 strings if anything expands it."""
+    lines = ["reruns:", "  - &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for previous, name in zip("abcdefghij", "bcdefghijk"[: levels - 1]):
+        lines.append(f"  - &{name} [" + ", ".join([f"*{previous}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def _limit_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+def run_cli(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI, capped at 1 GiB and 30 s: a bomb that goes off fails, not hangs."""
+    return subprocess.run(
+        [PYTHON, "-m", "flakewarden", *args],
+        cwd=project.root,
+        env=project.env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        preexec_fn=_limit_memory,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (alias_bomb(), "more than 32 YAML aliases"),
+        ("reruns: " + "1" * 5000 + "\n", "a value at line 1 is over 4096 characters"),
+        ("reruns: " + "9" * 4000 + "\n", "reruns: must be at most 100, got 999"),
+        ("reruns: " + "[" * 50 + "]" * 50 + "\n", "nested deeper than 20 levels"),
+        ("cov_fail_under: .nan\n", "cov_fail_under: expected a finite number, got nan"),
+        ("cov_fail_under: .inf\n", "cov_fail_under: expected a finite number, got inf"),
+        (
+            "quarantine_policy:\n  exit_failure_rate: .nan\n",
+            "quarantine_policy.exit_failure_rate: expected a finite number, got nan",
+        ),
+        ("report_dir: [" + "x, " * 50 + "]\n", "report_dir: expected a non-empty string, got"),
+    ],
+    ids=["alias-bomb", "5000-digits", "4000-digits", "deep", "nan", "inf", "policy-nan", "list"],
+)
+def test_a_hostile_config_is_a_short_config_error(
+    project: Project, text: str, message: str
+) -> None:
+    project.write("tests/test_ok.py", "def test_ok():\n    pass\n")
+    project.write("hostile.yml", text)
+    result = run_cli(project, "run", "--config", "hostile.yml", "--", *PYTEST)
+    assert result.returncode == 4, result.stderr[-500:]
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"flakewarden: error: {project.root / 'hostile.yml'}: "), line
+    assert message in line
+    assert len(line) < 200 + len(str(project.root)), line
+
+
+def test_an_alias_bomb_within_the_alias_limit_is_never_expanded(tmp_path: Path) -> None:
+    # 27 aliases stay under the limit; the error quotes a few items only.
+    write(tmp_path, alias_bomb(levels=4).replace("reruns:", "cov_fail_under:"))
+    with pytest.raises(ConfigError) as info:
+        load(None, tmp_path)
+    assert "cov_fail_under: expected a number, got [[" in str(info.value)
+    assert len(str(info.value)) < 200 + len(str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--cov-fail-under", "nan"],
+            "--cov-fail-under: expected 0 or more and at most 100, got nan",
+        ),
+        (
+            ["--cov-fail-under", "inf"],
+            "--cov-fail-under: expected 0 or more and at most 100, got inf",
+        ),
+        (
+            ["--cov-fail-under=-inf"],
+            "--cov-fail-under: expected 0 or more and at most 100, got -inf",
+        ),
+        (["--reruns", "1" * 5000], "--reruns: expected at most 100, got '1111"),
+        (["--reruns", "101"], "--reruns: expected at most 100, got 101"),
+        (["--max-failures", "x" * 5000], "--max-failures: expected a whole number, got 'xxx"),
+    ],
+)
+def test_non_finite_or_huge_options_are_usage_errors(
+    project: Project, args: list[str], message: str
+) -> None:
+    result = run_cli(project, "run", *args, "--", *PYTEST)
+    assert result.returncode == 4, result.stderr
+    line = result.stderr.splitlines()[-1]
+    assert message in line
+    assert len(line) < 200, line
+
+
+def test_stress_budget_must_be_finite(project: Project) -> None:
+    result = run_cli(project, "stress", "t.py::t", "--budget-seconds", "inf", "--", *PYTEST)
+    assert result.returncode == 4, result.stderr
+    assert "--budget-seconds: expected seconds, a finite one, got 'inf'" in result.stderr
+
+
+def test_a_non_finite_cov_fail_under_in_the_pytest_command_is_a_usage_error(
+    project: Project,
+) -> None:
+    project.write("tests/test_ok.py", "def test_ok():\n    pass\n")
+    result = run_cli(project, "run", "--", *PYTEST, "--cov=.", "--cov-fail-under=nan")
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "--cov-fail-under expects a finite number, got 'nan'" in result.stderr

@@ -1,16 +1,20 @@
 """GitHub's runner reading a step's output: which workflow commands it would act on.
 
-A re-statement of actions/runner's ActionCommand parsing (v2 ``::`` and legacy
-``##[`` forms), including ``stop-commands``: between ``::stop-commands::TOKEN``
-and ``::TOKEN::`` nothing is a command. Shared by every test that checks what a
-step emits.
+A re-statement of actions/runner's ``ActionCommandManager.TryProcessCommand``
+with ``ActionCommand.TryParseV2`` (``::name props::data`` after leading white
+space) tried first and ``ActionCommand.TryParse`` (legacy ``##[name props]data``
+anywhere in a line) second; command names compare case-insensitively. Between
+``stop-commands`` and its token nothing is acted on; any line that parses, in
+either form, as a command named by the token resumes. Shared by every test that
+checks what a step emits.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 RUNNER_COMMANDS = {
     "add-mask",
@@ -29,6 +33,15 @@ RUNNER_COMMANDS = {
     "stop-commands",
     "warning",
 }
+STOP = "stop-commands"
+RESUME = "resume-commands"  # not a runner command: the event of a token ending a stop
+
+
+class Command(NamedTuple):
+    name: str  # lower case; RESUME for the line that ended a stop
+    properties: dict[str, str]
+    data: str
+    line: str
 
 
 def runner_lines(stdout: str) -> list[str]:
@@ -36,65 +49,130 @@ def runner_lines(stdout: str) -> list[str]:
     return re.split(r"\r\n|\r|\n", stdout)
 
 
-def _unescape_data(text: str) -> str:
-    return text.replace("%0D", "\r").replace("%0A", "\n").replace("%25", "%")
+def _unescape(text: str, pairs: tuple[tuple[str, str], ...]) -> str:
+    for escaped, char in pairs:
+        text = text.replace(escaped, char)
+    return text
 
 
-def _unescape_property(text: str) -> str:
-    return (
-        text.replace("%0D", "\r")
-        .replace("%0A", "\n")
-        .replace("%3A", ":")
-        .replace("%2C", ",")
-        .replace("%25", "%")
-    )
+_DATA = (("%0D", "\r"), ("%0A", "\n"), ("%25", "%"))
+_PROPERTY = (("%0D", "\r"), ("%0A", "\n"), ("%3A", ":"), ("%2C", ","), ("%25", "%"))
+_LEGACY = (("%3B", ";"), ("%0D", "\r"), ("%0A", "\n"), ("%5D", "]"), ("%25", "%"))
 
 
-def parse_command(line: str) -> Optional[tuple[str, dict[str, str], str]]:
-    """One workflow command from one line, or None; both v2 (``::``) and legacy ``##[`` forms."""
-    text = line.lstrip()
-    if text.startswith("::"):
-        end = text.find("::", 2)
-        if end >= 0:
-            info = text[2:end]
-            name, _, props = info.partition(" ")
-            if name in RUNNER_COMMANDS:
-                properties: dict[str, str] = {}
-                for item in props.strip().split(","):
-                    if not item:
-                        continue
-                    pair = [p for p in item.split("=", 1) if p]
-                    if len(pair) == 2:
-                        properties[pair[0]] = _unescape_property(pair[1])
-                return name, properties, _unescape_data(text[end + 2 :])
-    # The legacy form is found anywhere in a line.
+def _is_space(char: str) -> bool:
+    """.NET's ``char.IsWhiteSpace``: Zs, Zl, Zp, TAB..CR and NEL (not Python's ``isspace``)."""
+    return char in "\t\n\v\f\r\x85" or unicodedata.category(char) in ("Zs", "Zl", "Zp")
+
+
+def _trim_start(text: str) -> str:
+    """.NET's ``TrimStart()``."""
+    at = 0
+    while at < len(text) and _is_space(text[at]):
+        at += 1
+    return text[at:]
+
+
+def dotnet_trim(text: str) -> str:
+    """.NET's ``Trim()``: the runner trims a v2 command's property text so."""
+    end = len(text)
+    while end > 0 and _is_space(text[end - 1]):
+        end -= 1
+    return _trim_start(text[:end])
+
+
+def _properties(text: str, separator: str, pairs: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    properties: dict[str, str] = {}
+    for item in text.split(separator):
+        if not item:
+            continue
+        pair = [p for p in item.split("=", 1) if p]
+        if len(pair) == 2:
+            properties[pair[0]] = _unescape(pair[1], pairs)
+    return properties
+
+
+def parse_v2(line: str, registered: set[str]) -> Optional[Command]:
+    """``TryParseV2``: ``::name props::data`` once leading white space is trimmed."""
+    text = _trim_start(line)
+    if not text.startswith("::"):
+        return None
+    end = text.find("::", 2)
+    if end < 0:
+        return None
+    info = text[2:end]
+    name, space, props = info.partition(" ")
+    if name.lower() not in registered:
+        return None
+    properties = _properties(dotnet_trim(props), ",", _PROPERTY) if space and name else {}
+    return Command(name.lower(), properties, _unescape(text[end + 2 :], _DATA), line)
+
+
+def parse_legacy(line: str, registered: set[str]) -> Optional[Command]:
+    """``TryParse``: ``##[name props]data`` found anywhere in the line."""
     start = line.find("##[")
-    if start >= 0:
-        close = line.find("]", start)
-        if close >= 0:
-            name = line[start + 3 : close].split(" ", 1)[0]
-            if name in RUNNER_COMMANDS:
-                return name, {}, line[close + 1 :]
-    return None
+    if start < 0:
+        return None
+    close = line.find("]", start)
+    if close < 0:
+        return None
+    info = line[start + 3 : close]
+    name, space, props = info.partition(" ")
+    if name.lower() not in registered:
+        return None
+    properties = _properties(props, ";", _LEGACY) if space and name else {}
+    return Command(name.lower(), properties, _unescape(line[close + 1 :], _LEGACY), line)
+
+
+def parse_command(
+    line: str, registered: Optional[set[str]] = None
+) -> Optional[tuple[str, dict[str, str], str]]:
+    """One workflow command from one line, or None: the v2 form first, then the legacy one."""
+    found = _parse(line, RUNNER_COMMANDS if registered is None else registered)
+    return None if found is None else (found.name, found.properties, found.data)
+
+
+def _parse(line: str, registered: set[str]) -> Optional[Command]:
+    if not line:
+        return None
+    return parse_v2(line, registered) or parse_legacy(line, registered)
+
+
+def command_stream(stdout: str) -> list[Command]:
+    """Every command the runner acts on, in order, ``stop-commands`` and resumes included.
+
+    A ``stop-commands`` whose token the runner refuses (empty, a command's name,
+    ``pause-logging``) does not stop anything; it is kept in the stream.
+    """
+    found: list[Command] = []
+    token: Optional[str] = None
+    registered = set(RUNNER_COMMANDS)
+    for line in runner_lines(stdout):
+        command = _parse(line, registered)
+        if command is None:
+            continue
+        if token is not None:
+            if command.name == token:
+                found.append(Command(RESUME, {}, token, line))
+                registered.discard(token)
+                token = None
+            continue
+        found.append(command)
+        if command.name == STOP:
+            wanted = command.data.lower()
+            if wanted and wanted not in registered and wanted != "pause-logging":
+                token = wanted
+                registered.add(token)
+    return found
 
 
 def parse_commands(stdout: str) -> list[tuple[str, dict[str, str], str]]:
-    """The commands the runner acts on, in order; ``stop-commands`` fences are honoured."""
-    found = []
-    resume: Optional[str] = None
-    for line in runner_lines(stdout):
-        if resume is not None:
-            if line.strip() == resume:
-                resume = None
-            continue
-        command = parse_command(line)
-        if command is None:
-            continue
-        if command[0] == "stop-commands":
-            resume = f"::{command[2]}::"
-            continue
-        found.append(command)
-    return found
+    """The commands the runner acts on, in order, without the fences' own lines."""
+    return [
+        (c.name, c.properties, c.data)
+        for c in command_stream(stdout)
+        if c.name not in (STOP, RESUME)
+    ]
 
 
 def read_output_file(path: Path) -> dict[str, str]:

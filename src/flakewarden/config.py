@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
+import reprlib
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -58,13 +60,36 @@ class Config:
 
 Check = Callable[[str, Any], Any]
 
+#: A configuration file is a few hundred bytes; these bounds stop a hostile one
+#: (an alias bomb, a deep nest, a 5,000-digit number) before it costs anything.
+MAX_BYTES = 256 * 1024
+MAX_ALIASES = 32
+MAX_DEPTH = 20
+MAX_SCALAR = 4096
+#: The largest whole number any key takes.
+MAX_WHOLE = 1_000_000_000
+#: An error message quotes at most this much of a bad value.
+SHOWN = 60
 
-def _int(minimum: int) -> Check:
+_repr = reprlib.Repr()
+_repr.maxlevel, _repr.maxlist, _repr.maxtuple, _repr.maxdict = 2, 4, 4, 4
+_repr.maxstring, _repr.maxother, _repr.maxlong = SHOWN, SHOWN, 40
+
+
+def shown(value: Any) -> str:
+    """A bad value as an error message quotes it: ``repr``, cut short, whatever its size."""
+    text = _repr.repr(value)
+    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
+
+
+def _int(minimum: int, maximum: int = MAX_WHOLE) -> Check:
     def check(path: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{path}: expected a whole number, got {value!r}")
+            raise ConfigError(f"{path}: expected a whole number, got {shown(value)}")
         if value < minimum:
-            raise ConfigError(f"{path}: must be {minimum} or more, got {value}")
+            raise ConfigError(f"{path}: must be {minimum} or more, got {shown(value)}")
+        if value > maximum:
+            raise ConfigError(f"{path}: must be at most {maximum}, got {shown(value)}")
         return value
 
     return check
@@ -73,10 +98,12 @@ def _int(minimum: int) -> Check:
 def _number(low: float, high: float, *, low_open: bool = False) -> Check:
     def check(path: str, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{path}: expected a number, got {value!r}")
+            raise ConfigError(f"{path}: expected a number, got {shown(value)}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{path}: expected a finite number, got {shown(value)}")
         if value > high or value < low or (low_open and value == low):
             bound = f"above {low:g}" if low_open else f"{low:g} or more"
-            raise ConfigError(f"{path}: must be {bound} and at most {high:g}, got {value}")
+            raise ConfigError(f"{path}: must be {bound} and at most {high:g}, got {shown(value)}")
         return float(value)
 
     return check
@@ -84,13 +111,13 @@ def _number(low: float, high: float, *, low_open: bool = False) -> Check:
 
 def _bool(path: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ConfigError(f"{path}: expected true or false, got {value!r}")
+        raise ConfigError(f"{path}: expected true or false, got {shown(value)}")
     return value
 
 
 def _text(path: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{path}: expected a non-empty string, got {value!r}")
+        raise ConfigError(f"{path}: expected a non-empty string, got {shown(value)}")
     return value
 
 
@@ -100,15 +127,17 @@ def _optional_percent(path: str, value: Any) -> Optional[float]:
 
 def _verdicts(path: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{path}: expected a list of verdicts, got {value!r}")
+        raise ConfigError(f"{path}: expected a list of verdicts, got {shown(value)}")
     for verdict in value:
         if verdict in NEVER_QUARANTINE:
             raise ConfigError(
-                f"{path}: {verdict!r} can never allow a quarantine "
+                f"{path}: {shown(verdict)} can never allow a quarantine "
                 "(a race or a real break must be fixed, not hidden)"
             )
         if verdict not in VERDICTS:
-            raise ConfigError(f"{path}: unknown verdict {verdict!r}{_nearest(verdict, VERDICTS)}")
+            raise ConfigError(
+                f"{path}: unknown verdict {shown(verdict)}{_nearest(verdict[:SHOWN], VERDICTS)}"
+            )
     return tuple(value)
 
 
@@ -124,7 +153,7 @@ POLICY_KEYS: dict[str, Check] = {
     "max_days": _number(0, 3650, low_open=True),
 }
 TOP_KEYS: dict[str, Check] = {
-    "reruns": _int(0),
+    "reruns": _int(0, 100),
     "max_failures": _int(0),
     "fail_on_flaky": _bool,
     "cov_fail_under": _optional_percent,
@@ -144,13 +173,14 @@ def _check_mapping(
     where: str, prefix: str, data: Any, keys: dict[str, Check], nested: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: {prefix or 'the file'} must be a mapping, got {data!r}")
+        raise ConfigError(f"{where}: {prefix or 'the file'} must be a mapping, got {shown(data)}")
     out: dict[str, Any] = {}
     valid = [*keys, *nested]
     for key, value in data.items():
-        path = f"{prefix}{key}"
         if not isinstance(key, str) or key not in valid:
-            raise ConfigError(f"{where}: {path}: unknown key{_nearest(str(key), valid)}")
+            name = key[:SHOWN] if isinstance(key, str) else shown(key)
+            raise ConfigError(f"{where}: {prefix}{name}: unknown key{_nearest(name, valid)}")
+        path = f"{prefix}{key}"
         if key in keys:
             out[key] = keys[key](f"{where}: {path}", value)
     return out
@@ -200,13 +230,45 @@ def load(path: Optional[Path], cwd: Path) -> Config:
         return Config()
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    return dataclasses.replace(parse(load_yaml(text, str(path)), str(path)), source=path)
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """The YAML document in ``text``, once it is known to be small, shallow and alias-poor."""
     import yaml  # only when there is a file to read
 
+    if len(text) > MAX_BYTES:
+        raise ConfigError(f"{where}: too large for a configuration file (over {MAX_BYTES} bytes)")
     try:
-        data = yaml.safe_load(text)
+        _check_events(yaml.parse(text, Loader=yaml.SafeLoader), where)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{path}: malformed YAML{at}: {problem}") from None
-    return dataclasses.replace(parse(data, str(path)), source=path)
+        raise ConfigError(f"{where}: malformed YAML{at}: {problem}") from None
+    except (ValueError, OverflowError, RecursionError) as exc:
+        # e.g. an integer past Python's digit limit: a bad value, not a bug of ours
+        raise ConfigError(f"{where}: unreadable value: {str(exc)[:SHOWN]}") from None
+
+
+def _check_events(events: Any, where: str) -> None:
+    """Refuse an alias bomb, a deep nest or a huge scalar while parsing, before building."""
+    import yaml
+
+    aliases = depth = 0
+    for event in events:
+        if isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                raise ConfigError(f"{where}: more than {MAX_ALIASES} YAML aliases (*name)")
+        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ConfigError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        elif isinstance(event, yaml.ScalarEvent) and len(event.value) > MAX_SCALAR:
+            mark = event.start_mark
+            at = f" at line {mark.line + 1}" if mark is not None else ""
+            raise ConfigError(f"{where}: a value{at} is over {MAX_SCALAR} characters")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import math
 import os
 import re
 import shutil
@@ -282,8 +283,8 @@ def _combine_and_report(
 
 def _number_option(cov: coverage.Coverage, name: str) -> float:
     value = cov.get_option(name)
-    if not isinstance(value, (int, float)):
-        raise CoverageException(f"[{name.replace(':', '] ')} is {value!r}, not a number")
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CoverageException(f"[{name.replace(':', '] ')} is {value!r}, not a finite number")
     return float(value)
 
 

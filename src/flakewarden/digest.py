@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from . import markdown as md
+from .console import plural
 from .errors import GitHubError
 from .flake_issues import LABEL as FLAKY_LABEL
 from .flake_issues import TITLE_PREFIX, ensure_label, iso
@@ -134,7 +135,7 @@ def chart(entries: list[Entry], bars: int = CHART_BARS) -> str:
         [
             "```mermaid",
             "xychart-beta",
-            f'    title "Hits of the top {len(top)} flaky tests"',
+            f'    title "Hits of the top {plural(len(top), "flaky test")}"',
             f"    x-axis [{names}]",
             f'    y-axis "Hits" 0 --> {max(e.hits for e in top)}',
             f"    bar [{values}]",

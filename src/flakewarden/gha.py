@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, NamedTuple, Optional
 
+from .console import one_line
 from .model import Outcome, RunReport, TestResult
 
 #: GitHub drops silently what a step emits beyond 10 errors, 10 warnings and 10 notices.
@@ -221,7 +222,7 @@ def warn(message: str, title: str = "flakewarden") -> None:
         sys.stdout.write(format_command(Annotation(WARNING, title, line)) + "\n")
         sys.stdout.flush()
     else:
-        sys.stderr.write(f"flakewarden: warning: {line}\n")
+        sys.stderr.write(f"flakewarden: warning: {one_line(line)}\n")
 
 
 def write_outputs(outputs: Mapping[str, str], env: Optional[Mapping[str, str]] = None) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, NamedTuple, Optional, Union
 
+from . import leftovers
 from .errors import UsageError
 
 PLUGIN_MODULE = "flakewarden_pytest_plugin"
@@ -159,6 +160,7 @@ def run_child(
     """
     started = time.monotonic()
     received: list[int] = []
+    leftovers.adopt_orphans()
     with open(log, "wb") as log_stream:
         child = spawn(command, cwd=cwd, env=env, stdout=subprocess.PIPE)
 
@@ -183,9 +185,15 @@ def run_child(
         finally:
             killer.cancel()
             _restore_handlers(previous)
-            pump.join(timeout=10)
-            # Whatever the child left behind in its group goes too.
+            # Whatever the child left behind goes too: its group, and (Linux) every
+            # process that detached from it. The pipe keeps what they wrote.
             stop_group(child.pid, signal.SIGKILL)
+            ended = leftovers.end_orphans(exclude={child.pid})
+            pump.join(timeout=10)
+            if ended:
+                log_stream.write(
+                    f"\n[flakewarden] ended {ended} process(es) the command left running\n".encode()
+                )
     duration = time.monotonic() - started
     if received:
         raise Interrupted(received[0])

@@ -10,11 +10,14 @@ ones removed. Exact selection by node id is then done by the plugin
 
 from __future__ import annotations
 
+import math
 import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, Optional
+
+from .errors import UsageError
 
 # Options that choose which tests run: dropped on reruns. Value: takes an argument.
 SELECTION_OPTIONS: dict[str, bool] = {
@@ -156,13 +159,26 @@ def remove_positionals(args: Sequence[str], positionals: Sequence[str]) -> list[
 
 
 def cov_fail_under(args: Sequence[str]) -> Optional[float]:
-    """The threshold given to pytest-cov on the command line, if any."""
+    """The threshold given to pytest-cov on the command line, if any.
+
+    ``nan`` or ``inf`` would turn the gate off without a word: a usage error.
+    """
     for index, token in enumerate(args):
         if token.startswith(COV_FAIL_UNDER + "="):
-            return float(token.split("=", 1)[1])
+            return _percent(token.split("=", 1)[1])
         if token == COV_FAIL_UNDER and index + 1 < len(args):
-            return float(args[index + 1])
+            return _percent(args[index + 1])
     return None
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise UsageError(f"{COV_FAIL_UNDER} expects a finite number, got {text[:40]!r}")
+    return value
 
 
 def without_cov_fail_under(args: Sequence[str]) -> list[str]:

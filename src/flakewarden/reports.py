@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
-from .errors import ReportError, ReportMissing, UsageError
+from .errors import ReportError, ReportMissing
 from .junit import write_junit
 from .model import RunReport
+from .report_dir import SENTINEL, claim_directory, record_written
 from .summary import render_summary
 
 REPORT_JSON = "report.json"
@@ -20,39 +19,7 @@ RERUN_REPORT = "rerun-report.txt"
 JUNIT_XML = "junit.xml"
 SUMMARY_MD = "summary.md"
 
-
-SENTINEL = ".flakewarden-report"  # marks a directory whose report files are ours to replace
-
-
-def claim_directory(directory: Path, owned: Sequence[str]) -> None:
-    """Make ``directory`` ours and clear what an earlier run left there, and only that.
-
-    It is cleared only when a sentinel says flakewarden wrote it; a directory that
-    holds files of the ``owned`` names which flakewarden did not write is
-    refused, so ``--report-dir .`` can never delete a user's files.
-    """
-    sentinel = directory / SENTINEL
-    if directory.is_dir() and not sentinel.exists():
-        clashing = [name for name in owned if (directory / name).exists()]
-        if clashing:
-            raise UsageError(
-                f"--report-dir {directory} already holds {', '.join(clashing)} that "
-                "flakewarden did not write; choose a new or empty directory"
-            )
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        for name in owned:
-            path = directory / name
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            else:
-                path.unlink(missing_ok=True)
-        sentinel.write_text(
-            "This directory holds a flakewarden report; flakewarden replaces it on every run.\n",
-            encoding="utf-8",
-        )
-    except OSError as exc:
-        raise UsageError(f"cannot use --report-dir {directory}: {exc.strerror}") from exc
+__all__ = ["SENTINEL", "claim_directory", "read_report", "record_written", "write_reports"]
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -105,6 +72,7 @@ def write_reports(report: RunReport, report_dir: Path, artifact_name: Optional[s
         write_text_atomic(
             report_dir / SUMMARY_MD, render_summary(report, artifact_name=artifact_name)
         )
+        record_written(report_dir)
     except OSError as exc:
         raise ReportError(f"cannot write the report in {report_dir}: {exc.strerror}") from exc
 

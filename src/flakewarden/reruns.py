@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Callable, Optional
 
 from . import __version__, pytest_args
+from .console import plural
 from .errors import UsageError
 from .model import (
     Attempt,
@@ -214,8 +215,8 @@ def _loop(
     if len(failing) > options.max_failures:
         state.cutoff = True
         say(
-            f"{len(failing)} tests failed, more than --max-failures {options.max_failures}: "
-            "that is a real break, not flakiness; no reruns"
+            f"{plural(len(failing), 'test')} failed, more than --max-failures "
+            f"{options.max_failures}: that is a real break, not flakiness; no reruns"
         )
         return
     split = pytest_args.split_with_invocation(command, (first.config or {}).get("args", []))
@@ -295,6 +296,13 @@ def _attempt(
         ]
     attempt.exit_code = child.exit_code
     attempt.duration = child.duration
+    if not directory.is_dir():
+        state.problems.append(
+            f"attempt {number}: the report directory was deleted while the tests ran "
+            f"(by a test?), so what they recorded is lost: {options.report_dir}"
+        )
+        state.exit_code = ExitCode.INTERNAL_ERROR
+        return results
     _check_session(results, attempt, state, number)
     return results
 
@@ -351,6 +359,8 @@ def _check_session(results: ProcessResults, attempt: Attempt, state: _State, num
 
 def _never_started(results: ProcessResults, state: _State, options: RunOptions) -> int:
     """The command ran but pytest never loaded the plugin."""
+    if state.exit_code is not None:
+        return int(state.exit_code)  # its records were lost: already said why
     attempt = state.attempts[-1]
     log = options.report_dir / "attempts" / "1" / "output.log"
     tail = _last_line(log)

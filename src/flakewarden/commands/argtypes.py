@@ -1,4 +1,8 @@
-"""argparse value types shared by the subcommands: one clear message per bad value."""
+"""argparse value types shared by the subcommands: one clear message per bad value.
+
+Every number read from a command line is finite and bounded: ``nan`` or ``inf``
+would silently turn a gate or a budget off, and a 5,000-digit number is a typo.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,33 @@ import argparse
 import math
 from typing import Callable
 
+#: The largest whole number any option takes.
+MAX_WHOLE = 1_000_000_000
+#: An error message quotes at most this much of a bad value.
+SHOWN = 40
 
-def whole_number(minimum: int) -> Callable[[str], int]:
-    """A whole number of at least ``minimum``."""
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= SHOWN else text[: SHOWN - 1] + "…")
+
+
+def whole_number(minimum: int, maximum: int = MAX_WHOLE) -> Callable[[str], int]:
+    """A whole number in ``[minimum, maximum]``."""
 
     def parse(text: str) -> int:
+        digits = text.strip().lstrip("+-")
+        if len(digits) > len(str(MAX_WHOLE)) and digits.isdigit():
+            raise argparse.ArgumentTypeError(f"expected at most {maximum}, got {_shown(text)}")
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number, got {_shown(text)}"
+            ) from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected {minimum} or more, got {value}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"expected at most {maximum}, got {value}")
         return value
 
     return parse
@@ -25,14 +45,16 @@ def whole_number(minimum: int) -> Callable[[str], int]:
 def number(
     low: float, high: float = math.inf, *, low_open: bool = False, what: str = "a number"
 ) -> Callable[[str], float]:
-    """A number in ``[low, high]`` (``(low, high]`` with ``low_open``)."""
+    """A finite number in ``[low, high]`` (``(low, high]`` with ``low_open``)."""
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if math.isnan(value) or value > high or value < low or (low_open and value == low):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {_shown(text)}") from None
+        if not math.isfinite(value) and high == math.inf:
+            raise argparse.ArgumentTypeError(f"expected {what}, a finite one, got {_shown(text)}")
+        if not math.isfinite(value) or value > high or value < low or (low_open and value == low):
             above = f"more than {low:g}" if low_open else f"{low:g} or more"
             limit = "" if high == math.inf else f" and at most {high:g}"
             raise argparse.ArgumentTypeError(f"expected {above}{limit}, got {value:g}")

@@ -1,9 +1,10 @@
 """``flakewarden issues``: keep one GitHub issue per flaky test in report.json.
 
 Fail-open: every ``FLAKY-TEST-DETECTED`` line is printed before GitHub is
-touched, any GitHub failure becomes one warning, and the exit code stays 0.
-All of it happens within one deadline (``--deadline``, config
-``issues_deadline``): an outage costs the job at most that long.
+touched (unless ``flakewarden run`` printed them in this same job), any GitHub
+failure becomes one warning, and the exit code stays 0. All of it happens within
+one deadline (``--deadline``, config ``issues_deadline``): an outage costs the job
+at most that long.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from typing import Any, Optional
 
 from .. import gha
 from ..config import load as load_config
-from ..console import one_line
+from ..console import one_line, plural
 from ..errors import GitHubError
 from ..flake_issues import FilingResult, RunContext, file_flakes
 from ..github_api import GitHubClient
 from ..model import ExitCode, Outcome, RunReport
 from ..quarantine_count import count_quarantined
+from ..report_dir import written_in_this_job
 from ..reports import REPORT_JSON, read_report
 from .argtypes import number
 
@@ -89,11 +91,18 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     config = load_config(getattr(args, "config", None), Path.cwd())
     deadline = getattr(args, "deadline", None) or config.issues_deadline
     flaky = report.with_outcome(Outcome.FLAKY)
-    for test in flaky:
+    if flaky and written_in_this_job(Path(args.report_dir)):
+        # `flakewarden run` printed them in this job's log already: once is enough.
         sys.stdout.write(
-            f"FLAKY-TEST-DETECTED: {one_line(test.id)} "
-            f"({len(test.failures)}/{len(test.attempts)} attempts failed, then passed)\n"
+            f"flakewarden: {plural(len(flaky), 'flaky test')} in report.json "
+            "(FLAKY-TEST-DETECTED above, from flakewarden run)\n"
         )
+    else:
+        for test in flaky:
+            sys.stdout.write(
+                f"FLAKY-TEST-DETECTED: {one_line(test.id)} "
+                f"({len(test.failures)}/{len(test.attempts)} attempts failed, then passed)\n"
+            )
     sys.stdout.flush()
     ctx = RunContext.from_env()
     repository = args.repository or ctx.repository
@@ -103,7 +112,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
             return int(ExitCode.OK)  # quarantined runs are counted only where GitHub is set up
     if not repository or repository.count("/") != 1:
         warn(
-            f"flake issues not filed for {len(flaky)} flaky tests: no repository; "
+            f"flake issues not filed for {plural(len(flaky), 'flaky test')}: no repository; "
             "set GITHUB_REPOSITORY=owner/repo or pass --repository"
         )
         return int(ExitCode.OK)
@@ -111,7 +120,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     try:
         client = client or GitHubClient.from_env(args.token, deadline=deadline)
     except GitHubError as exc:
-        warn(f"flake issues not filed for {len(flaky)} flaky tests: {exc}")
+        warn(f"flake issues not filed for {plural(len(flaky), 'flaky test')}: {exc}")
         return int(ExitCode.OK)
     try:
         counting = count_quarantined(client, repository, report.tests)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..config import Config, load
-from ..console import one_line
+from ..console import one_line, plural
 from ..errors import UsageError
 from ..model import ExitCode
 from .issues import add_github_options
@@ -158,7 +158,7 @@ def run_release(args: argparse.Namespace) -> int:
     finally:
         client.close()
     sys.stdout.write(
-        f"flakewarden: released {args.test_id} from quarantine: "
+        f"flakewarden: released {one_line(args.test_id)} from quarantine: "
         f"#{target.issue.number} {target.issue.html_url}\n"
     )
     return int(ExitCode.OK)
@@ -184,8 +184,8 @@ def run_reevaluate(args: argparse.Namespace, client: Optional[Any] = None) -> in
     for result in results:
         done = ", ".join(result.actions) or "no change"
         sys.stdout.write(
-            f"flakewarden: {result.test_id} (#{result.number}): {result.failures} failures in "
-            f"{result.runs} recent runs: {done}\n"
+            f"flakewarden: {one_line(result.test_id)} (#{result.number}): "
+            f"{result.failures} failures in {result.runs} recent runs: {done}\n"
         )
-    sys.stdout.write(f"flakewarden: {len(results)} quarantined tests reevaluated\n")
+    sys.stdout.write(f"flakewarden: {plural(len(results), 'quarantined test')} reevaluated\n")
     return int(ExitCode.OK)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
-import secrets
 import sys
 from pathlib import Path
 from typing import Optional, TypeVar
@@ -12,6 +12,7 @@ from typing import Optional, TypeVar
 from ..config import load as load_config
 from ..console import one_line
 from ..errors import UsageError
+from ..fence import output_fence
 from ..model import ExitCode, Outcome, RunReport
 from ..reports import write_reports
 from ..reruns import RunOptions, run_attempts
@@ -28,7 +29,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "e.g. flakewarden run -- python -m pytest",
     )
     parser.add_argument(
-        "--reruns", type=whole_number(0), default=None, help="reruns of failed tests (default 2)"
+        "--reruns",
+        type=whole_number(0, 100),
+        default=None,
+        help="reruns of failed tests (default 2)",
     )
     parser.add_argument(
         "--max-failures",
@@ -126,17 +130,10 @@ def run(args: argparse.Namespace) -> int:
         echo=None if args.quiet else sys.stdout.buffer,
     )
     on_actions = os.environ.get("GITHUB_ACTIONS") == "true"
-    fence = secrets.token_hex(16)
-    if on_actions and options.echo is not None:
-        # The tests' output is data: nothing it prints may act as a workflow command.
-        print(f"::stop-commands::{fence}")
     sys.stdout.flush()
-    try:
-        report = run_attempts(options, say)
-    finally:
-        if on_actions and options.echo is not None:
-            sys.stdout.flush()
-            print(f"::{fence}::", flush=True)
+    # The tests' output is data: nothing it prints may act as a workflow command.
+    with output_fence(options.echo, active=on_actions) as echo:
+        report = run_attempts(dataclasses.replace(options, echo=echo), say)
     write_reports(report, report_dir, artifact_name=args.artifact_name)
     console_summary(report, shown_dir)
     if on_actions:

@@ -96,13 +96,13 @@ def _show(verdict: Verdict, report_dir: Path) -> None:
     allowed = "allowed" if verdict.quarantine_allowed else "refused"
     print(f"{one_line(verdict.test_id)}: {verdict.verdict} (quarantine {allowed})")
     print(f"  {one_line(verdict.reason)}")
-    print(f"  rule: {verdict.rule}")
+    print(f"  rule: {one_line(verdict.rule)}")
     print(f"  evidence: {report_dir / 'verdict.md'}")
     entry = verdict.known_race_entry()
     if verdict.verdict == RACE and entry:
         print("  add this entry to the known-race-patterns list:")
         for line in entry.splitlines():
-            print(f"    {line}")
+            print(f"    {one_line(line)}")
 
 
 def check_shard_count(directories: list[Path], expected: Optional[int]) -> None:

@@ -1,0 +1,96 @@
+"""Processes a test command leaves behind: ended with its attempt, however they detached.
+
+A test can start a process that leaves the attempt's process group (``setsid``,
+a double fork) and outlives flakewarden; it could then write workflow commands
+to the job log (through ``/proc/<pid>/fd/1``) after the output fence closed, or
+disturb the next attempt. On Linux flakewarden makes itself the *child
+subreaper* of everything it starts: an orphan is re-parented to flakewarden,
+not to init, so after each attempt every process still parented to
+flakewarden is one the attempt left, and is killed. Elsewhere only the
+attempt's process group is ended (see ``process.run_child``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import time
+from collections.abc import Collection
+
+PR_SET_CHILD_SUBREAPER = 36
+#: Rounds of kill-and-reap: each round ends the orphans the last one re-parented.
+MAX_ROUNDS = 100
+REAP_SECONDS = 5.0
+
+_adopting = False
+
+
+def adopt_orphans() -> bool:
+    """Become the subreaper of our descendants (Linux); False where that is not possible."""
+    global _adopting
+    if _adopting:
+        return True
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        _adopting = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        _adopting = False
+    return _adopting
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``, zombies included, from ``/proc``."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stream:
+                stat = stream.read()
+        except OSError:
+            continue  # gone meanwhile
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def end_orphans(exclude: Collection[int] = ()) -> int:
+    """Kill and reap every process parented to us but ``exclude``; how many there were."""
+    if not _adopting:
+        return 0
+    me = os.getpid()
+    ended = 0
+    for _ in range(MAX_ROUNDS):
+        found = [pid for pid in children(me) if pid not in exclude]
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in found:
+            _reap(pid)
+        ended += len(found)
+    return ended
+
+
+def _reap(pid: int) -> None:
+    deadline = time.monotonic() + REAP_SECONDS
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done or time.monotonic() > deadline:
+            return
+        time.sleep(0.01)

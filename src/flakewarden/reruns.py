@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Callable, Optional
 
-from . import __version__, pytest_args
+from . import __version__, consistency, gha, pytest_args
 from .errors import UsageError
 from .model import (
     Attempt,
@@ -296,6 +296,7 @@ def _attempt(
     attempt.exit_code = child.exit_code
     attempt.duration = child.duration
     _check_session(results, attempt, state, number)
+    consistency.check_attempt(attempt, results, gha.warn)
     return results
 
 

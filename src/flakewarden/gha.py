@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, NamedTuple, Optional
 
 from .model import Outcome, RunReport, TestResult
+from .subtests import failed_histories
 
 #: GitHub drops silently what a step emits beyond 10 errors, 10 warnings and 10 notices.
 ANNOTATION_LIMIT = 10
@@ -91,11 +92,22 @@ def _first_failure_text(test: TestResult) -> str:
     return f"{failure.message}{where}" if failure.message else where.strip()
 
 
+def _subtests_text(test: TestResult) -> str:
+    """``Subtests: (i=1) failed, passed`` for each subtest that failed on some attempt."""
+    histories = failed_histories(test.attempts)
+    if not histories:
+        return ""
+    shown = "; ".join(f"{h.description} {h.text}" for h in histories[:10])
+    more = f"; and {len(histories) - 10} more" if len(histories) > 10 else ""
+    return f"\nFailed subtests, by attempt: {shown}{more}"
+
+
 def _message(test: TestResult, lead: str) -> str:
     first = _first_failure_text(test)
     text = f"{lead} ({_attempts_text(test)})"
     if first:
         text += f": {first}"
+    text += _subtests_text(test)
     failure = test.first_failure
     if failure is not None and failure.longrepr:
         text += "\n\n" + failure.longrepr

@@ -12,6 +12,14 @@ reporters already read:
   ``<system-out>`` / ``<system-err>``, then ``<rerunFailure>`` / ``<rerunError>`` for
   each later attempt.
 - ``skipped``: ``<skipped message=...>``.
+- subtests: as pytest's own ``--junitxml`` writes them, an attempt with failed
+  subtests gives one element per failed subtest (its message named by pytest's
+  description, ``[msg] (i=1): ...``), then one for the test's own failure when
+  its call or teardown failed too ("contains 1 failed subtest", a teardown
+  error); each of those elements takes the tag the attempt's place calls for
+  (``<failure>``, ``<rerunFailure>``, ``<flakyFailure>``, ...). pytest writes a
+  teardown error as a second ``<testcase>``; here it stays in the test's one
+  testcase.
 - ``quarantined``: JUnit has no such state, and a quarantined failure must neither
   turn the build red (``<failure>``) nor read as a pass (a bare testcase). It is
   written as a skipped testcase whose message starts with ``quarantined:`` and the
@@ -42,7 +50,8 @@ from typing import IO, NamedTuple, Optional
 from xml.parsers import expat
 
 from .errors import ReportError
-from .model import AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult
+from .model import AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult, first_line
+from .subtests import failure_text
 
 SUITE_NAME = "flakewarden"
 QUARANTINED_PREFIX = "quarantined:"
@@ -162,15 +171,16 @@ def _testcase(test: TestResult) -> tuple[ET.Element, str]:
             ET.SubElement(case, final, {"message": str(test.outcome), "type": final})
         else:
             final = "error" if first.outcome is AttemptOutcome.ERROR else "failure"
-            _result(case, final, first, interim=False)
+            for part in _parts(first):
+                _result(case, part.tag("", final), part, interim=False)
             for later in failures[1:]:
-                tag = "rerunError" if later.outcome is AttemptOutcome.ERROR else "rerunFailure"
-                _result(case, tag, later, interim=True)
+                for part in _parts(later):
+                    _result(case, part.tag("rerun", "Failure"), part, interim=True)
         output = first
     elif test.outcome is Outcome.FLAKY:
         for failed in failures:
-            tag = "flakyError" if failed.outcome is AttemptOutcome.ERROR else "flakyFailure"
-            _result(case, tag, failed, interim=True)
+            for part in _parts(failed):
+                _result(case, part.tag("flaky", "Failure"), part, interim=True)
     elif test.outcome is Outcome.SKIPPED:
         final = "skipped"
         message = (final_attempt.message if final_attempt else "") or "skipped"
@@ -191,24 +201,85 @@ def _testcase(test: TestResult) -> tuple[ET.Element, str]:
     return case, final
 
 
-def _message(attempt: AttemptResult) -> str:
+class _Part(NamedTuple):
+    """One failure element's worth of one attempt: a failed subtest, or the test's own."""
+
+    outcome: AttemptOutcome  # ERROR: a setup or teardown failure
+    phase: str
+    message: str
+    longrepr: str
+    stdout: str
+    stderr: str
+    reason: str = ""  # the failure line without the subtest's name, for ``type``
+
+    def tag(self, prefix: str, failure: str) -> str:
+        """``failure``/``error``, ``rerunFailure``/``rerunError``, ``flakyFailure``/...."""
+        if not prefix:
+            return "error" if self.outcome is AttemptOutcome.ERROR else failure
+        return prefix + ("Error" if self.outcome is AttemptOutcome.ERROR else "Failure")
+
+
+def _parts(attempt: AttemptResult) -> list[_Part]:
+    """The elements one failed attempt becomes: one per failed subtest, then its own failure."""
+    subtests = attempt.failed_subtests
+    whole = _Part(
+        attempt.outcome,
+        attempt.phase,
+        attempt.message,
+        attempt.longrepr,
+        attempt.stdout,
+        attempt.stderr,
+    )
+    if not subtests:
+        return [whole]
+    parts = [
+        _Part(
+            AttemptOutcome.FAILED,
+            "call",
+            f"{sub.description}: {sub.message}" if sub.message else sub.description,
+            sub.longrepr,
+            sub.stdout,
+            sub.stderr,
+            sub.message,
+        )
+        for sub in subtests
+    ]
+    # The attempt's text is the subtests' tracebacks, then its phases' own failures.
+    own = attempt.longrepr
+    prefix = failure_text(attempt.subtests)
+    if prefix and own.startswith(prefix):
+        own = own[len(prefix) :].lstrip("\n")
+    if own:
+        phase = attempt.phase if attempt.outcome is AttemptOutcome.ERROR else "call"
+        parts.append(
+            _Part(attempt.outcome, phase, first_line(own), own, attempt.stdout, attempt.stderr)
+        )
+    elif attempt.stdout or attempt.stderr:
+        parts[0] = parts[0]._replace(
+            stdout=parts[0].stdout or attempt.stdout, stderr=parts[0].stderr or attempt.stderr
+        )
+    return parts
+
+
+def _message(attempt: _Part | AttemptResult) -> str:
     message = attempt.message or f"{attempt.phase or 'call'} failed"
     if attempt.outcome is AttemptOutcome.ERROR and attempt.phase:
         return f"error in {attempt.phase}: {message}"
     return message
 
 
-def _type(attempt: AttemptResult) -> str:
+def _type(attempt: _Part | AttemptResult) -> str:
     """The exception name when the message starts with one, as Surefire's ``type`` wants."""
-    match = _EXCEPTION_NAME.match(attempt.message)
+    text = (attempt.reason if isinstance(attempt, _Part) else "") or attempt.message
+    match = _EXCEPTION_NAME.match(text)
     if match:
         return match.group(1)
-    if attempt.message.startswith("assert"):
+    if text.startswith("assert"):
         return "AssertionError"
     return "error" if attempt.outcome is AttemptOutcome.ERROR else "failure"
 
 
-def _result(case: ET.Element, tag: str, attempt: AttemptResult, *, interim: bool) -> None:
+def _result(case: ET.Element, tag: str, attempt: _Part | AttemptResult, *, interim: bool) -> None:
     attrs = {"message": xml_safe(_message(attempt)), "type": xml_safe(_type(attempt))}
     element = ET.SubElement(case, tag, attrs)
     if not interim:
@@ -219,7 +290,7 @@ def _result(case: ET.Element, tag: str, attempt: AttemptResult, *, interim: bool
     _output(element, attempt)
 
 
-def _output(parent: ET.Element, attempt: AttemptResult) -> None:
+def _output(parent: ET.Element, attempt: _Part | AttemptResult) -> None:
     if attempt.stdout:
         _text_child(parent, "system-out", attempt.stdout)
     if attempt.stderr:

@@ -84,3 +84,36 @@ def failure_message(subtests: list[Subtest]) -> str:
     more = f" (and {len(failed) - 1} more subtests)" if len(failed) > 1 else ""
     text = f"subtest {first.description} failed{more}"
     return f"{text}: {first.message}" if first.message else text
+
+
+@dataclasses.dataclass
+class SubtestHistory:
+    """One subtest across a test's attempts: what readers need to name a flaky subtest."""
+
+    description: str
+    outcomes: list[str]  # per attempt, "" where the attempt did not run it
+    message: str  # the first failure's line
+
+    @property
+    def text(self) -> str:
+        return ", ".join(outcome or "not run" for outcome in self.outcomes)
+
+
+def failed_histories(attempts: list[Any]) -> list[SubtestHistory]:
+    """The subtests that failed in any of ``attempts`` (``AttemptResult``s), in first-seen order.
+
+    Subtests are matched across attempts by pytest's description; one repeated
+    inside an attempt (same description twice) keeps its worst outcome there.
+    """
+    histories: dict[str, SubtestHistory] = {}
+    for index, attempt in enumerate(attempts):
+        for sub in attempt.subtests:
+            history = histories.get(sub.description)
+            if history is None:
+                history = SubtestHistory(sub.description, [""] * len(attempts), "")
+                histories[sub.description] = history
+            if history.outcomes[index] != SUBTEST_FAILED:
+                history.outcomes[index] = sub.outcome
+            if sub.failed and not history.message:
+                history.message = sub.message
+    return [h for h in histories.values() if SUBTEST_FAILED in h.outcomes]

@@ -172,7 +172,7 @@ def _testcase(test: TestResult) -> tuple[ET.Element, str]:
         else:
             final = "error" if first.outcome is AttemptOutcome.ERROR else "failure"
             for part in _parts(first):
-                _result(case, part.tag("", final), part, interim=False)
+                _result(case, part.tag("", "failure"), part, interim=False)
             for later in failures[1:]:
                 for part in _parts(later):
                     _result(case, part.tag("rerun", "Failure"), part, interim=True)
@@ -220,7 +220,7 @@ class _Part(NamedTuple):
 
 
 def _parts(attempt: AttemptResult) -> list[_Part]:
-    """The elements one failed attempt becomes: one per failed subtest, then its own failure."""
+    """The elements one failed attempt becomes: one per failed subtest, then per failed phase."""
     subtests = attempt.failed_subtests
     whole = _Part(
         attempt.outcome,
@@ -230,7 +230,7 @@ def _parts(attempt: AttemptResult) -> list[_Part]:
         attempt.stdout,
         attempt.stderr,
     )
-    if not subtests:
+    if not subtests and len(attempt.phase_failures) < 2:
         return [whole]
     parts = [
         _Part(
@@ -244,17 +244,22 @@ def _parts(attempt: AttemptResult) -> list[_Part]:
         )
         for sub in subtests
     ]
-    # The attempt's text is the subtests' tracebacks, then its phases' own failures.
-    own = attempt.longrepr
-    prefix = failure_text(attempt.subtests)
-    if prefix and own.startswith(prefix):
-        own = own[len(prefix) :].lstrip("\n")
-    if own:
-        phase = attempt.phase if attempt.outcome is AttemptOutcome.ERROR else "call"
-        parts.append(
-            _Part(attempt.outcome, phase, first_line(own), own, attempt.stdout, attempt.stderr)
-        )
-    elif attempt.stdout or attempt.stderr:
+    phases = list(attempt.phase_failures)
+    if not phases:
+        # Read back from report.json, which keeps one failed phase only in the joined text:
+        # the subtests' tracebacks, then the phase's own failure.
+        own = attempt.longrepr
+        prefix = failure_text(attempt.subtests)
+        if prefix and own.startswith(prefix):
+            own = own[len(prefix) :].lstrip("\n")
+        if own:
+            phases = [(attempt.phase if attempt.outcome is AttemptOutcome.ERROR else "call", own)]
+    for index, (phase, text) in enumerate(phases):
+        outcome = AttemptOutcome.FAILED if phase == "call" else AttemptOutcome.ERROR
+        out, err = (attempt.stdout, attempt.stderr) if index == 0 else ("", "")
+        message = first_line(text)
+        parts.append(_Part(outcome, phase, message, text, out, err, message))
+    if not phases and (attempt.stdout or attempt.stderr):
         parts[0] = parts[0]._replace(
             stdout=parts[0].stdout or attempt.stdout, stderr=parts[0].stderr or attempt.stderr
         )

@@ -186,6 +186,9 @@ class AttemptResult:
     stdout: str = ""
     stderr: str = ""
     subtests: list[Subtest] = dataclasses.field(default_factory=list)
+    # (phase, failure text) per failed phase, when more than one failed (a call and
+    # its teardown): JUnit writes one element each, as pytest does.
+    phase_failures: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
     @property
     def failed_subtests(self) -> list[Subtest]:
@@ -219,6 +222,9 @@ class AttemptResult:
             stdout=record.stdout,
             stderr=record.stderr,
             subtests=list(record.subtests),
+            phase_failures=[
+                (p.when, p.longrepr) for p in record.phases if p.outcome in _FAILED_CALL
+            ],
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -234,6 +240,10 @@ class AttemptResult:
         }
         if self.subtests:
             data["subtests"] = [sub.to_json() for sub in self.subtests]
+        if len(self.phase_failures) > 1:
+            data["phase_failures"] = [
+                {"phase": phase, "longrepr": text} for phase, text in self.phase_failures
+            ]
         return data
 
     @classmethod
@@ -248,6 +258,10 @@ class AttemptResult:
             stdout=str(data.get("stdout") or ""),
             stderr=str(data.get("stderr") or ""),
             subtests=[Subtest.from_json(sub) for sub in data.get("subtests") or []],
+            phase_failures=[
+                (str(f.get("phase") or ""), str(f.get("longrepr") or ""))
+                for f in data.get("phase_failures") or []
+            ],
         )
 
 

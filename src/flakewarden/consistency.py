@@ -37,16 +37,16 @@ Warn = Callable[[str], None]
 
 
 def phase_category(phase: PhaseRecord) -> str:
-    """The summary-line category pytest gives one phase report ("" for none)."""
-    if phase.outcome == "rerun":
-        return "rerun"
-    if phase.outcome == "failed":
-        return "failed" if phase.when == "call" else "error"
-    if phase.outcome == "skipped":
-        return "xfailed" if phase.wasxfail else "skipped"
-    if phase.outcome == "passed" and phase.when == "call":
-        return "xpassed" if phase.wasxfail else "passed"
-    return ""
+    """The summary-line category pytest's own ``pytest_report_teststatus`` gives a phase.
+
+    Mirrors pytest's three built-in hooks (skipping, runner, terminal) and
+    pytest-rerunfailures' ``rerun``; "" is a report the line does not count.
+    """
+    if phase.wasxfail and phase.outcome in ("skipped", "passed"):
+        return "xfailed" if phase.outcome == "skipped" else "xpassed"
+    if phase.when in ("setup", "teardown"):
+        return {"failed": "error", "skipped": "skipped"}.get(phase.outcome, "")
+    return phase.outcome
 
 
 def recorded_counts(results: ProcessResults) -> tuple[collections.Counter[str], ...]:
@@ -75,8 +75,9 @@ def _int_map(value: Any) -> dict[str, int]:
     return out
 
 
-def disagreements(results: ProcessResults) -> Optional[list[str]]:
-    """Every way the records differ from pytest's counts; None when pytest gave none."""
+def disagreements(results: ProcessResults) -> Optional[tuple[list[str], bool]]:
+    """Every way the records differ from pytest's counts, and whether pytest failed a test
+    the records do not fail; None when pytest gave no counts."""
     stats = results.pytest_stats
     if not isinstance(stats, dict):
         return None
@@ -111,26 +112,34 @@ def disagreements(results: ProcessResults) -> Optional[list[str]]:
     if not_failed:
         shown = ", ".join(not_failed[:SHOWN_IDS])
         more = f" and {len(not_failed) - SHOWN_IDS} more" if len(not_failed) > SHOWN_IDS else ""
-        found.append(f"pytest failed {len(not_failed)} test(s) flakewarden did not: {shown}{more}")
-    return found
+        found.append(
+            f"pytest failed {len(not_failed)} test(s) that flakewarden did not: {shown}{more}"
+        )
+    return found, bool(not_failed)
 
 
-def check_attempt(attempt: Attempt, results: ProcessResults, warn: Warn) -> None:
+def check_attempt(attempt: Attempt, results: ProcessResults, warn: Warn) -> bool:
     """Compare one attempt's records with pytest's counts; record and warn on a difference.
 
-    ``warn`` gets one line per attempt that differs (test ids escaped onto one line).
+    ``warn`` (the run's console) gets one line per attempt that differs, test ids
+    escaped onto it; on GitHub the annotation comes later, from the report, once the
+    tests' output is no longer fenced off from workflow commands.
+    True when pytest failed a test that the records do not: the run cannot be green.
     """
     stats = results.pytest_stats
     if isinstance(stats, dict):
         attempt.pytest_summary = _int_map(stats.get("summary"))
-    found = disagreements(results)
-    if not found:
-        return
+    checked = disagreements(results)
+    if checked is None or not checked[0]:
+        return False
+    found, missed_failure = checked
     attempt.disagreements = found
-    warn(one_line(headline(attempt.number, found)))
+    warn(one_line(f"warning: {headline(attempt.number, found)}"))
+    return missed_failure
 
 
 def headline(number: int, found: list[str]) -> str:
+    """The one line that says an attempt's records and pytest's counts differ."""
     return (
         f"attempt {number}: flakewarden's records disagree with pytest's own summary "
         f"({'; '.join(found)}); the report may be missing what pytest saw"

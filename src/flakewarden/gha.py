@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, NamedTuple, Optional
 
+from .consistency import headline as consistency_headline
 from .model import Outcome, RunReport, TestResult
 from .subtests import failed_histories
 
@@ -28,6 +29,7 @@ NOTICE = "notice"
 KINDS = (ERROR, WARNING, NOTICE)
 
 HARD_FAILURES = (Outcome.FAILED, Outcome.ERROR)
+DISAGREEMENT_TITLE = "flakewarden: records disagree with pytest"
 
 
 class Annotation(NamedTuple):
@@ -134,8 +136,9 @@ def annotation_for(test: TestResult, rootdir: str, workspace: Optional[str]) -> 
 def rank_annotations(report: RunReport, workspace: Optional[str]) -> list[Annotation]:
     """Every annotation the report deserves: hard failures, then flakes, then quarantine.
 
-    Collection errors are hard failures too and follow the failed tests. Within a
-    group the report's order is kept, so the first test to fail comes first.
+    Collection errors are hard failures too and follow the failed tests; an attempt
+    whose records disagree with pytest's own counts is a warning ahead of the flakes.
+    Within a group the report's order is kept, so the first test to fail comes first.
     """
     ranked = [
         annotation_for(test, report.rootdir, workspace)
@@ -144,6 +147,10 @@ def rank_annotations(report: RunReport, workspace: Optional[str]) -> list[Annota
     for attempt in report.attempts[:1]:
         for error in attempt.collection_errors:
             ranked.append(Annotation(ERROR, "Collection error", error[:MESSAGE_LIMIT]))
+    for attempt in report.attempts:
+        if attempt.disagreements:
+            text = consistency_headline(attempt.number, attempt.disagreements)
+            ranked.append(Annotation(WARNING, DISAGREEMENT_TITLE, text[:MESSAGE_LIMIT]))
     for outcome in (Outcome.FLAKY, Outcome.QUARANTINED):
         ranked.extend(
             annotation_for(test, report.rootdir, workspace)

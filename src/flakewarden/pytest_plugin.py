@@ -417,7 +417,7 @@ def _pytest_stats(config: Any) -> Optional[dict[str, Any]]:
             if shown:
                 bump("summary", category)
             failed = category in ("failed", "error") or getattr(report, "failed", False)
-            is_test = getattr(report, "when", None) in ("setup", "call", "teardown")
+            is_test = getattr(report, "when", "collect") != "collect"  # xdist's crash: "???"
             if failed and is_test and len(failed_ids) < MAX_IDS:
                 failed_ids.setdefault(str(report.nodeid), None)
             if _is_subtest(report):

@@ -50,8 +50,8 @@ from typing import IO, NamedTuple, Optional
 from xml.parsers import expat
 
 from .errors import ReportError
-from .model import AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult, first_line
-from .subtests import failure_text
+from .junit_parts import Part, parts
+from .model import AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult
 
 SUITE_NAME = "flakewarden"
 QUARANTINED_PREFIX = "quarantined:"
@@ -171,15 +171,15 @@ def _testcase(test: TestResult) -> tuple[ET.Element, str]:
             ET.SubElement(case, final, {"message": str(test.outcome), "type": final})
         else:
             final = "error" if first.outcome is AttemptOutcome.ERROR else "failure"
-            for part in _parts(first):
+            for part in parts(first):
                 _result(case, part.tag("", "failure"), part, interim=False)
             for later in failures[1:]:
-                for part in _parts(later):
+                for part in parts(later):
                     _result(case, part.tag("rerun", "Failure"), part, interim=True)
         output = first
     elif test.outcome is Outcome.FLAKY:
         for failed in failures:
-            for part in _parts(failed):
+            for part in parts(failed):
                 _result(case, part.tag("flaky", "Failure"), part, interim=True)
     elif test.outcome is Outcome.SKIPPED:
         final = "skipped"
@@ -201,81 +201,16 @@ def _testcase(test: TestResult) -> tuple[ET.Element, str]:
     return case, final
 
 
-class _Part(NamedTuple):
-    """One failure element's worth of one attempt: a failed subtest, or the test's own."""
-
-    outcome: AttemptOutcome  # ERROR: a setup or teardown failure
-    phase: str
-    message: str
-    longrepr: str
-    stdout: str
-    stderr: str
-    reason: str = ""  # the failure line without the subtest's name, for ``type``
-
-    def tag(self, prefix: str, failure: str) -> str:
-        """``failure``/``error``, ``rerunFailure``/``rerunError``, ``flakyFailure``/...."""
-        if not prefix:
-            return "error" if self.outcome is AttemptOutcome.ERROR else failure
-        return prefix + ("Error" if self.outcome is AttemptOutcome.ERROR else "Failure")
-
-
-def _parts(attempt: AttemptResult) -> list[_Part]:
-    """The elements one failed attempt becomes: one per failed subtest, then per failed phase."""
-    subtests = attempt.failed_subtests
-    whole = _Part(
-        attempt.outcome,
-        attempt.phase,
-        attempt.message,
-        attempt.longrepr,
-        attempt.stdout,
-        attempt.stderr,
-    )
-    if not subtests and len(attempt.phase_failures) < 2:
-        return [whole]
-    parts = [
-        _Part(
-            AttemptOutcome.FAILED,
-            "call",
-            f"{sub.description}: {sub.message}" if sub.message else sub.description,
-            sub.longrepr,
-            sub.stdout,
-            sub.stderr,
-            sub.message,
-        )
-        for sub in subtests
-    ]
-    phases = list(attempt.phase_failures)
-    if not phases:
-        # Read back from report.json, which keeps one failed phase only in the joined text:
-        # the subtests' tracebacks, then the phase's own failure.
-        own = attempt.longrepr
-        prefix = failure_text(attempt.subtests)
-        if prefix and own.startswith(prefix):
-            own = own[len(prefix) :].lstrip("\n")
-        if own:
-            phases = [(attempt.phase if attempt.outcome is AttemptOutcome.ERROR else "call", own)]
-    for index, (phase, text) in enumerate(phases):
-        outcome = AttemptOutcome.FAILED if phase == "call" else AttemptOutcome.ERROR
-        out, err = (attempt.stdout, attempt.stderr) if index == 0 else ("", "")
-        message = first_line(text)
-        parts.append(_Part(outcome, phase, message, text, out, err, message))
-    if not phases and (attempt.stdout or attempt.stderr):
-        parts[0] = parts[0]._replace(
-            stdout=parts[0].stdout or attempt.stdout, stderr=parts[0].stderr or attempt.stderr
-        )
-    return parts
-
-
-def _message(attempt: _Part | AttemptResult) -> str:
+def _message(attempt: Part | AttemptResult) -> str:
     message = attempt.message or f"{attempt.phase or 'call'} failed"
     if attempt.outcome is AttemptOutcome.ERROR and attempt.phase:
         return f"error in {attempt.phase}: {message}"
     return message
 
 
-def _type(attempt: _Part | AttemptResult) -> str:
+def _type(attempt: Part | AttemptResult) -> str:
     """The exception name when the message starts with one, as Surefire's ``type`` wants."""
-    text = (attempt.reason if isinstance(attempt, _Part) else "") or attempt.message
+    text = (attempt.reason if isinstance(attempt, Part) else "") or attempt.message
     match = _EXCEPTION_NAME.match(text)
     if match:
         return match.group(1)
@@ -284,7 +219,7 @@ def _type(attempt: _Part | AttemptResult) -> str:
     return "error" if attempt.outcome is AttemptOutcome.ERROR else "failure"
 
 
-def _result(case: ET.Element, tag: str, attempt: _Part | AttemptResult, *, interim: bool) -> None:
+def _result(case: ET.Element, tag: str, attempt: Part | AttemptResult, *, interim: bool) -> None:
     attrs = {"message": xml_safe(_message(attempt)), "type": xml_safe(_type(attempt))}
     element = ET.SubElement(case, tag, attrs)
     if not interim:
@@ -295,7 +230,7 @@ def _result(case: ET.Element, tag: str, attempt: _Part | AttemptResult, *, inter
     _output(element, attempt)
 
 
-def _output(parent: ET.Element, attempt: _Part | AttemptResult) -> None:
+def _output(parent: ET.Element, attempt: Part | AttemptResult) -> None:
     if attempt.stdout:
         _text_child(parent, "system-out", attempt.stdout)
     if attempt.stderr:

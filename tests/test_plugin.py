@@ -279,3 +279,25 @@ def test_a_test_the_session_ended_inside_is_still_recorded(project: Project) -> 
     assert test["id"] == "tests/test_exit.py::test_exit"
     assert test["unfinished"] == "_pytest.outcomes.Exit: enough"
     assert test["line"] == 3
+
+
+def test_a_skip_inside_the_call_keeps_its_reason(project: Project) -> None:
+    project.write(
+        "tests/test_skip.py",
+        """
+        import pytest
+
+        def test_skips():
+            pytest.skip("not on this machine")
+        """,
+    )
+    (test,) = [r for r in _record(project) if r["kind"] == "test"]
+    call = [p for p in test["phases"] if p["when"] == "call"]
+    assert call == [
+        {
+            "when": "call",
+            "outcome": "skipped",
+            "duration": call[0]["duration"],
+            "longrepr": "Skipped: not on this machine",
+        }
+    ]

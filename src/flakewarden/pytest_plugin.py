@@ -97,12 +97,12 @@ class Recorder:
         # pytest-rerunfailures' "rerun" is a failed run it retried in-process: keep its failure.
         if report.failed or report.outcome == "rerun":
             phase["longrepr"] = _clip(report.longreprtext)
+        elif report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+            phase["longrepr"] = _clip(str(report.longrepr[2]))
         if report.when == "call":
             # A plugin may still change this outcome (pytest's subtests make a passed
             # call "failed" when a subtest failed); ``finish`` reads it again.
             self.reports[report.nodeid] = report
-        elif report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
-            phase["longrepr"] = _clip(str(report.longrepr[2]))
         if hasattr(report, "wasxfail"):
             phase["wasxfail"] = True
         self.pending.setdefault(report.nodeid, []).append(phase)

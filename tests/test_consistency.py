@@ -85,31 +85,44 @@ def summary_counts(stdout: str) -> dict[str, int]:
 
 
 @pytest.mark.parametrize(
-    "verbosity", [[], ["-q"], ["-qq"], ["-v"]], ids=["default", "q", "qq", "v"]
+    "args",
+    [
+        [],
+        ["-q"],
+        ["-qq"],
+        ["-v"],
+        ["-n", "2"],
+        ["--reruns", "1"],
+        ["-n", "2", "--reruns", "1", "--continue-on-collection-errors"],
+    ],
+    ids=["default", "q", "qq", "v", "xdist", "rerunfailures", "xdist-rerunfailures-collect"],
 )
-def test_records_agree_with_pytest_whatever_the_verbosity(
-    project: Project, verbosity: list[str]
-) -> None:
+def test_records_agree_with_pytest(project: Project, args: list[str]) -> None:
     project.write("tests/test_mixed.py", MIXED)
-    plain = subprocess.run(
-        [*PYTEST, *verbosity, "-rN"],
-        cwd=project.root,
-        env=project.env(),
-        capture_output=True,
-        text=True,
+    project.write(
+        "tests/test_module_skip.py",
+        "import pytest\n\npytest.skip('not here', allow_module_level=True)\n",
     )
-    result = project.run("--reruns", "0", command=[*PYTEST, *verbosity])
-    assert result.returncode == plain.returncode == 1
+    if "--continue-on-collection-errors" in args:
+        project.write("tests/test_broken.py", "raise ImportError('cannot import thing')\n")
+    plain = subprocess.run(
+        [*PYTEST, *args], cwd=project.root, env=project.env(), capture_output=True, text=True
+    )
+    result = project.run("--reruns", "0", command=[*PYTEST, *args])
+    assert result.returncode == plain.returncode == 1, result.stdout + result.stderr
     attempt = result.report["attempts"][0]
     assert attempt["disagreements"] == []
-    if verbosity != ["-qq"]:  # -qq prints no summary line to compare with by eye
+    if args != ["-qq"]:  # -qq prints no summary line to compare with by eye
         assert attempt["pytest_summary"] == summary_counts(plain.stdout)
     # test_fail, the call before a teardown error, the subtest and its test's body.
     assert attempt["pytest_summary"]["failed"] == 4
-    assert attempt["pytest_summary"]["error"] == 2
     assert "disagree" not in result.stdout + result.stderr
     summary = (result.report_dir / "summary.md").read_text(encoding="utf-8")
     assert "[!WARNING]" not in summary
+    # A retried run's teardown error (pytest-rerunfailures' "rerun") is still an error.
+    teardown = result.test("tests/test_mixed.py::test_fail_and_teardown_error")["attempts"]
+    assert {a["outcome"] for a in teardown} == {"error"}
+    assert len(teardown) == (2 if "--reruns" in args else 1)
 
 
 def test_without_a_terminal_reporter_nothing_is_compared(project: Project) -> None:

@@ -100,7 +100,7 @@ class TestRecord:
         call = by_when.get("call")
         for when in ("setup", "teardown"):
             phase = by_when.get(when)
-            if phase is not None and phase.outcome == "failed":
+            if phase is not None and phase.outcome in _FAILED_CALL:
                 return AttemptOutcome.ERROR
         if call is not None and call.outcome in _FAILED_CALL:
             return AttemptOutcome.FAILED

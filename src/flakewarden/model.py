@@ -12,9 +12,10 @@ import dataclasses
 import enum
 from typing import Any, Optional
 
+from .failure_lines import first_line
 from .subtests import Subtest, failure_message, failure_text
 
-__all__ = ["Subtest"]  # re-exported: the shared vocabulary includes subtests
+__all__ = ["Subtest", "first_line"]  # re-exported: part of the shared vocabulary
 
 SCHEMA_VERSION = 1
 
@@ -162,32 +163,6 @@ class TestRecord:
 
 #: A phase outcome that is a failure: pytest's, or pytest-rerunfailures' retried failure.
 _FAILED_CALL = ("failed", "rerun")
-
-
-def first_line(text: str) -> str:
-    """The line a human reads first: the last ``E`` line of a traceback, else the first line."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    errors = [line[1:].strip() for line in lines if line.startswith("E ")]
-    if errors:
-        return errors[0]
-    if lines and lines[-1].rstrip().endswith(("DocTestFailure", "UnexpectedException")):
-        return _doctest_line(lines)
-    return lines[-1].strip() if lines else ""
-
-
-def _doctest_line(lines: list[str]) -> str:
-    """A failing doctest: its example, what it expected and what it got (not ``file:3: ...``)."""
-    example = next((ln.split(">>>", 1)[1].strip() for ln in reversed(lines) if ">>>" in ln), "")
-    where = f"doctest {example}: " if example else "doctest: "
-    for line in lines:
-        if line.startswith("UNEXPECTED EXCEPTION:"):
-            return where + line.split(":", 1)[1].strip()
-    try:
-        expected = lines[lines.index("Expected:") + 1].strip()
-        got = lines[lines.index("Got:") + 1].strip()
-    except (ValueError, IndexError):
-        return lines[-1].strip()
-    return f"{where}expected {expected}, got {got}"
 
 
 @dataclasses.dataclass

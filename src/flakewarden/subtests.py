@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from .failure_lines import first_line
+
 SUBTEST_FAILED = "failed"
 
 
@@ -34,8 +36,6 @@ class Subtest:
 
     @property
     def message(self) -> str:
-        from .model import first_line  # model imports this module
-
         return first_line(self.longrepr)
 
     def to_json(self) -> dict[str, Any]:

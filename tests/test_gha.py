@@ -21,6 +21,7 @@ from flakewarden.model import (
     CoverageSummary,
     Outcome,
     RunReport,
+    Subtest,
     TestResult,
 )
 
@@ -363,3 +364,25 @@ def test_publish_command_rejects_a_corrupt_report(tmp_path: Path) -> None:
     proc = _cli(["publish", "--report-dir", str(tmp_path)], dict(os.environ), tmp_path)
     assert proc.returncode == 3
     assert "not a valid flakewarden report" in proc.stderr
+
+
+def test_annotation_names_the_failed_subtests_by_attempt() -> None:
+    test = result("tests/test_a.py::test_sub", Outcome.FLAKY, message="subtest (i=1) failed: E")
+    test.attempts[0].subtests = [Subtest("(i=1)", "failed", longrepr="E   ValueError: x")]
+    test.attempts[1].subtests = [Subtest("(i=1)", "passed")]
+    (annotation,) = gha.plan_annotations(report([test])).annotations
+    assert annotation.message.startswith(
+        "Failed, then passed on a rerun (1 of 2 attempts failed): subtest (i=1) failed: E\n"
+        "Failed subtests, by attempt: (i=1) failed, passed\n"
+    )
+
+
+def test_a_disagreement_with_pytest_is_a_warning_ahead_of_the_flakes() -> None:
+    flakes = [result(f"tests/test_a.py::test_{n}", Outcome.FLAKY) for n in range(12)]
+    rep = report(flakes)
+    rep.attempts[0].disagreements = ["failed: pytest 1, flakewarden 0"]
+    plan = gha.plan_annotations(rep)
+    first = plan.annotations[0]
+    assert (first.kind, first.title) == ("warning", gha.DISAGREEMENT_TITLE)
+    assert first.message.startswith("attempt 1: flakewarden's records disagree")
+    assert plan.dropped["warning"] == 3  # a flake is dropped, never the disagreement

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,14 @@ from junitparser import xunit2
 
 from flakewarden.errors import ReportError
 from flakewarden.junit import JUnitCase, iter_junit_cases, split_node_id, write_junit, xml_safe
-from flakewarden.model import AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult
+from flakewarden.model import (
+    AttemptOutcome,
+    AttemptResult,
+    Outcome,
+    RunReport,
+    Subtest,
+    TestResult,
+)
 
 TRACE = (
     "def test_x():\n>       assert 1 == 2\nE       assert 1 == 2\n\n"
@@ -649,3 +657,107 @@ def test_reads_what_real_pytest_writes(tmp_path: Path) -> None:
         "tests.test_mix.TestGroup",
         "test_param[x y]",
     )
+
+
+# --- subtests ----------------------------------------------------------------------------------
+
+
+def _sub(description: str, outcome: str, text: str = "") -> Subtest:
+    return Subtest(description=description, outcome=outcome, duration=0.01, longrepr=text)
+
+
+def _subtest_attempt(number: int, *subs: Subtest, own: str = "") -> AttemptResult:
+    failing = [s for s in subs if s.failed]
+    texts = [f"SUBFAILED {s.description}\n{s.longrepr}" for s in failing]
+    phases = [("call", own)] if own else []
+    return AttemptResult(
+        attempt=number,
+        outcome=AttemptOutcome.FAILED if failing or own else AttemptOutcome.PASSED,
+        duration=0.1,
+        phase="call" if failing or own else "",
+        message=f"subtest {failing[0].description} failed" if failing else "",
+        longrepr="\n\n".join([*texts, *([own] if own else [])]),
+        subtests=list(subs),
+        phase_failures=phases,
+    )
+
+
+def test_each_failed_subtest_is_its_own_element_under_every_tag(tmp_path: Path) -> None:
+    bad = _sub("(i=1)", "failed", "E   ValueError: one")
+    worse = _sub("[msg] (i=2)", "failed", "E   assert 2 != 2")
+    rep = report(
+        result(
+            "t.py::test_flaky",
+            Outcome.FLAKY,
+            _subtest_attempt(1, _sub("(i=0)", "passed"), bad),
+            _subtest_attempt(2, _sub("(i=0)", "passed"), _sub("(i=1)", "passed")),
+        ),
+        result(
+            "t.py::test_failed",
+            Outcome.FAILED,
+            _subtest_attempt(1, bad, worse, own="contains 2 failed subtests"),
+            _subtest_attempt(2, bad),
+        ),
+    )
+    path = tmp_path / "junit.xml"
+    write_junit(rep, path)
+    cases = {c.get("name"): c for c in ET.parse(path).getroot().iter("testcase")}
+    flaky = cases["test_flaky"]
+    assert [(c.tag, c.get("message"), c.get("type")) for c in flaky] == [
+        ("flakyFailure", "(i=1): ValueError: one", "ValueError")
+    ]
+    assert flaky.find("flakyFailure/stackTrace").text == "E   ValueError: one"
+    failed = cases["test_failed"]
+    assert [(c.tag, c.get("message")) for c in failed] == [
+        ("failure", "(i=1): ValueError: one"),
+        ("failure", "[msg] (i=2): assert 2 != 2"),
+        ("failure", "contains 2 failed subtests"),
+        ("rerunFailure", "(i=1): ValueError: one"),
+    ]
+    assert failed[0].text == "E   ValueError: one"
+    root = ET.parse(path).getroot()
+    assert root.get("failures") == "1"  # one failed test, however many elements
+
+
+def test_a_call_failure_and_a_teardown_error_are_two_elements(tmp_path: Path) -> None:
+    both = AttemptResult(
+        attempt=1,
+        outcome=AttemptOutcome.ERROR,
+        duration=0.1,
+        phase="call",
+        message="assert 0",
+        longrepr="E   assert 0\n\nE   RuntimeError: no teardown",
+        phase_failures=[("call", "E   assert 0"), ("teardown", "E   RuntimeError: no teardown")],
+    )
+    path = tmp_path / "junit.xml"
+    write_junit(report(result("t.py::test_x", Outcome.ERROR, both)), path)
+    (case,) = ET.parse(path).getroot().iter("testcase")
+    assert [(c.tag, c.get("message")) for c in case] == [
+        ("failure", "assert 0"),
+        ("error", "error in teardown: RuntimeError: no teardown"),
+    ]
+
+
+def test_subtests_survive_report_json_and_give_the_same_junit(tmp_path: Path) -> None:
+    bad = _sub("(i=1)", "failed", "E   ValueError: one")
+    bad.stdout = "printed by the subtest"
+    rep = report(
+        result(
+            "t.py::test_failed",
+            Outcome.FAILED,
+            _subtest_attempt(1, _sub("(i=0)", "passed"), bad, own="contains 1 failed subtest"),
+        ),
+        result(
+            "t.py::test_single",
+            Outcome.FAILED,
+            _subtest_attempt(1, bad),
+        ),
+    )
+    rep.tests[1].attempts[0].phase_failures = []  # one failed phase: kept only in the text
+    back = RunReport.from_json(json.loads(json.dumps(rep.to_json())))
+    assert back.tests[0].attempts[0].subtests == rep.tests[0].attempts[0].subtests
+    assert back.tests[0].attempts[0].subtests[1].stdout == "printed by the subtest"
+    first, second = tmp_path / "a.xml", tmp_path / "b.xml"
+    write_junit(rep, first)
+    write_junit(back, second)
+    assert first.read_bytes() == second.read_bytes()

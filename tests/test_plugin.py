@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from conftest import PYTEST, PYTHON, Project, flaky_module
 
@@ -209,3 +210,94 @@ def test_sigterm_keeps_buffered_records_and_still_kills(project: Project) -> Non
     results = read_results(results_file)
     assert [record.id for record in results.tests] == ["tests/test_order.py::test_quick"]
     assert results.exitstatus is None
+
+
+def _record(project: Project, *args: str) -> list[dict[str, Any]]:
+    results_file = project.root / "results.jsonl"
+    results_file.unlink(missing_ok=True)
+    with plugin_dir() as directory:
+        env = plugin_env(directory, results_file)
+        env.pop("PYTEST_XDIST_WORKER", None)
+        subprocess.run(
+            [*PYTEST, *args], cwd=project.root, env=env, capture_output=True, check=False
+        )
+    return [json.loads(line) for line in results_file.read_text().splitlines()]
+
+
+def test_records_subtests_apart_from_phases_and_pytest_s_own_counts(project: Project) -> None:
+    project.write(
+        "tests/test_sub.py",
+        """
+        import unittest
+
+        class T(unittest.TestCase):
+            def test_sub(self):
+                for i in range(2):
+                    with self.subTest(i=i):
+                        print("in", i)
+                        self.assertEqual(i, 0)
+        """,
+    )
+    for verbosity in ([], ["-qq"]):
+        records = _record(project, *verbosity)
+        (test,) = [r for r in records if r["kind"] == "test"]
+        # The TestCase's own call passes; the failure is only in its subtest.
+        assert [(p["when"], p["outcome"]) for p in test["phases"]] == [
+            ("setup", "passed"),
+            ("call", "passed"),
+            ("teardown", "passed"),
+        ]
+        subtests = test["subtests"]
+        assert [(s["description"], s["outcome"]) for s in subtests] == [
+            ("(i=0)", "passed"),
+            ("(i=1)", "failed"),
+        ]
+        assert "AssertionError: 1 != 0" in subtests[1]["longrepr"]
+        (stats,) = [r for r in records if r["kind"] == "pytest_stats"]
+        # The line itself varies (-qq shows "1 subtests passed"); the split does not.
+        assert {k: stats["summary"][k] for k in ("failed", "passed")} == {"failed": 1, "passed": 1}
+        assert stats["tests"] == {"passed": 1}
+        assert stats["subtests"] == {"passed": 1, "failed": 1}
+        assert stats["failed_ids"] == ["tests/test_sub.py::T::test_sub"]
+    records = _record(project, "-p", "no:terminal")
+    assert [r["kind"] for r in records if r["kind"] == "pytest_stats"] == []
+    assert [r["kind"] for r in records][-1] == "session"
+
+
+def test_a_test_the_session_ended_inside_is_still_recorded(project: Project) -> None:
+    project.write(
+        "tests/test_exit.py",
+        """
+        import pytest
+
+        def test_exit():
+            pytest.exit("enough")
+        """,
+    )
+    records = _record(project)
+    (test,) = [r for r in records if r["kind"] == "test"]
+    assert test["id"] == "tests/test_exit.py::test_exit"
+    assert test["unfinished"] == "_pytest.outcomes.Exit: enough"
+    assert test["line"] == 3
+
+
+def test_a_skip_inside_the_call_keeps_its_reason(project: Project) -> None:
+    project.write(
+        "tests/test_skip.py",
+        """
+        import pytest
+
+        def test_skips():
+            pytest.skip("not on this machine")
+        """,
+    )
+    (test,) = [r for r in _record(project) if r["kind"] == "test"]
+    call = [p for p in test["phases"] if p["when"] == "call"]
+    assert call == [
+        {
+            "when": "call",
+            "outcome": "skipped",
+            "duration": call[0]["duration"],
+            "longrepr": "Skipped: not on this machine",
+        }
+    ]

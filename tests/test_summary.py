@@ -12,6 +12,7 @@ from flakewarden.model import (
     CoverageSummary,
     Outcome,
     RunReport,
+    Subtest,
     TestResult,
 )
 from flakewarden.summary import SUMMARY_LIMIT, escape_markdown, render_summary
@@ -201,3 +202,42 @@ def test_cutoff_problems_and_collection_errors_are_stated() -> None:
     assert "More than 10 tests failed, so none were rerun" in text
     assert r"- exit code 3 \| odd" in text
     assert "- Collection error: ERROR collecting t2.py" in text
+
+
+def _with_subtests(test: TestResult, *outcomes_by_attempt: list[tuple[str, str]]) -> TestResult:
+    for attempt, subtests in zip(test.attempts, outcomes_by_attempt):
+        attempt.subtests = [
+            Subtest(
+                description,
+                outcome,
+                longrepr="E   ValueError: bad|cell" if outcome == "failed" else "",
+            )
+            for description, outcome in subtests
+        ]
+    return test
+
+
+def test_failed_subtests_are_named_with_their_outcome_on_every_attempt() -> None:
+    flaky = _with_subtests(
+        result("t.py::test_flaky", Outcome.FLAKY, message="subtest (i=1) failed: ValueError"),
+        [("(i=0)", "passed"), ("(i=1)", "failed")],
+        [("(i=0)", "passed"), ("(i=1)", "passed")],
+    )
+    text = render_summary(report([flaky]))
+    assert table_rows(text, "### Failed subtests") == [
+        [r"t.py::test\_flaky", "(i=1)", "failed, passed", r"ValueError: bad\|cell"],
+    ]
+
+
+def test_a_disagreement_with_pytest_is_a_warning_block_at_the_top() -> None:
+    rep = report([result("t.py::ok", Outcome.PASSED, failures=0, runs=1)])
+    rep.attempts[0].disagreements = ["failed: pytest 1, flakewarden 0", "pytest failed <b>x|y</b>"]
+    text = render_summary(rep)
+    head = text.partition("| Tests |")[0]
+    assert "> [!WARNING]" in head
+    assert (
+        "> - Attempt 1: failed: pytest 1, flakewarden 0; pytest failed &lt;b&gt;x\\|y&lt;/b&gt;"
+        in head
+    )
+    clean = render_summary(report([result("t.py::ok", Outcome.PASSED, failures=0, runs=1)]))
+    assert "[!WARNING]" not in clean

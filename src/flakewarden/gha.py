@@ -14,8 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, NamedTuple, Optional
 
+from .consistency import headline as consistency_headline
 from .console import one_line
 from .model import Outcome, RunReport, TestResult
+from .subtests import failed_histories
 
 #: GitHub drops silently what a step emits beyond 10 errors, 10 warnings and 10 notices.
 ANNOTATION_LIMIT = 10
@@ -28,6 +30,7 @@ NOTICE = "notice"
 KINDS = (ERROR, WARNING, NOTICE)
 
 HARD_FAILURES = (Outcome.FAILED, Outcome.ERROR)
+DISAGREEMENT_TITLE = "flakewarden: records disagree with pytest"
 
 
 class Annotation(NamedTuple):
@@ -92,11 +95,22 @@ def _first_failure_text(test: TestResult) -> str:
     return f"{failure.message}{where}" if failure.message else where.strip()
 
 
+def _subtests_text(test: TestResult) -> str:
+    """``Subtests: (i=1) failed, passed`` for each subtest that failed on some attempt."""
+    histories = failed_histories(test.attempts)
+    if not histories:
+        return ""
+    shown = "; ".join(f"{h.description} {h.text}" for h in histories[:10])
+    more = f"; and {len(histories) - 10} more" if len(histories) > 10 else ""
+    return f"\nFailed subtests, by attempt: {shown}{more}"
+
+
 def _message(test: TestResult, lead: str) -> str:
     first = _first_failure_text(test)
     text = f"{lead} ({_attempts_text(test)})"
     if first:
         text += f": {first}"
+    text += _subtests_text(test)
     failure = test.first_failure
     if failure is not None and failure.longrepr:
         text += "\n\n" + failure.longrepr
@@ -123,8 +137,9 @@ def annotation_for(test: TestResult, rootdir: str, workspace: Optional[str]) -> 
 def rank_annotations(report: RunReport, workspace: Optional[str]) -> list[Annotation]:
     """Every annotation the report deserves: hard failures, then flakes, then quarantine.
 
-    Collection errors are hard failures too and follow the failed tests. Within a
-    group the report's order is kept, so the first test to fail comes first.
+    Collection errors are hard failures too and follow the failed tests; an attempt
+    whose records disagree with pytest's own counts is a warning ahead of the flakes.
+    Within a group the report's order is kept, so the first test to fail comes first.
     """
     ranked = [
         annotation_for(test, report.rootdir, workspace)
@@ -133,6 +148,10 @@ def rank_annotations(report: RunReport, workspace: Optional[str]) -> list[Annota
     for attempt in report.attempts[:1]:
         for error in attempt.collection_errors:
             ranked.append(Annotation(ERROR, "Collection error", error[:MESSAGE_LIMIT]))
+    for attempt in report.attempts:
+        if attempt.disagreements:
+            text = consistency_headline(attempt.number, attempt.disagreements)
+            ranked.append(Annotation(WARNING, DISAGREEMENT_TITLE, text[:MESSAGE_LIMIT]))
     for outcome in (Outcome.FLAKY, Outcome.QUARANTINED):
         ranked.extend(
             annotation_for(test, report.rootdir, workspace)

@@ -12,6 +12,14 @@ reporters already read:
   ``<system-out>`` / ``<system-err>``, then ``<rerunFailure>`` / ``<rerunError>`` for
   each later attempt.
 - ``skipped``: ``<skipped message=...>``.
+- subtests: as pytest's own ``--junitxml`` writes them, an attempt with failed
+  subtests gives one element per failed subtest (its message named by pytest's
+  description, ``[msg] (i=1): ...``), then one for the test's own failure when
+  its call or teardown failed too ("contains 1 failed subtest", a teardown
+  error); each of those elements takes the tag the attempt's place calls for
+  (``<failure>``, ``<rerunFailure>``, ``<flakyFailure>``, ...). pytest writes a
+  teardown error as a second ``<testcase>``; here it stays in the test's one
+  testcase.
 - ``quarantined``: JUnit has no such state, and a quarantined failure must neither
   turn the build red (``<failure>``) nor read as a pass (a bare testcase). It is
   written as a skipped testcase whose message starts with ``quarantined:`` and the
@@ -42,6 +50,7 @@ from typing import IO, NamedTuple, Optional
 from xml.parsers import expat
 
 from .errors import ReportError
+from .junit_parts import Part, parts
 from .model import AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult
 
 SUITE_NAME = "flakewarden"
@@ -162,15 +171,16 @@ def _testcase(test: TestResult) -> tuple[ET.Element, str]:
             ET.SubElement(case, final, {"message": str(test.outcome), "type": final})
         else:
             final = "error" if first.outcome is AttemptOutcome.ERROR else "failure"
-            _result(case, final, first, interim=False)
+            for part in parts(first):
+                _result(case, part.tag("", "failure"), part, interim=False)
             for later in failures[1:]:
-                tag = "rerunError" if later.outcome is AttemptOutcome.ERROR else "rerunFailure"
-                _result(case, tag, later, interim=True)
+                for part in parts(later):
+                    _result(case, part.tag("rerun", "Failure"), part, interim=True)
         output = first
     elif test.outcome is Outcome.FLAKY:
         for failed in failures:
-            tag = "flakyError" if failed.outcome is AttemptOutcome.ERROR else "flakyFailure"
-            _result(case, tag, failed, interim=True)
+            for part in parts(failed):
+                _result(case, part.tag("flaky", "Failure"), part, interim=True)
     elif test.outcome is Outcome.SKIPPED:
         final = "skipped"
         message = (final_attempt.message if final_attempt else "") or "skipped"
@@ -191,24 +201,25 @@ def _testcase(test: TestResult) -> tuple[ET.Element, str]:
     return case, final
 
 
-def _message(attempt: AttemptResult) -> str:
+def _message(attempt: Part | AttemptResult) -> str:
     message = attempt.message or f"{attempt.phase or 'call'} failed"
     if attempt.outcome is AttemptOutcome.ERROR and attempt.phase:
         return f"error in {attempt.phase}: {message}"
     return message
 
 
-def _type(attempt: AttemptResult) -> str:
+def _type(attempt: Part | AttemptResult) -> str:
     """The exception name when the message starts with one, as Surefire's ``type`` wants."""
-    match = _EXCEPTION_NAME.match(attempt.message)
+    text = (attempt.reason if isinstance(attempt, Part) else "") or attempt.message
+    match = _EXCEPTION_NAME.match(text)
     if match:
         return match.group(1)
-    if attempt.message.startswith("assert"):
+    if text.startswith("assert"):
         return "AssertionError"
     return "error" if attempt.outcome is AttemptOutcome.ERROR else "failure"
 
 
-def _result(case: ET.Element, tag: str, attempt: AttemptResult, *, interim: bool) -> None:
+def _result(case: ET.Element, tag: str, attempt: Part | AttemptResult, *, interim: bool) -> None:
     attrs = {"message": xml_safe(_message(attempt)), "type": xml_safe(_type(attempt))}
     element = ET.SubElement(case, tag, attrs)
     if not interim:
@@ -219,7 +230,7 @@ def _result(case: ET.Element, tag: str, attempt: AttemptResult, *, interim: bool
     _output(element, attempt)
 
 
-def _output(parent: ET.Element, attempt: AttemptResult) -> None:
+def _output(parent: ET.Element, attempt: Part | AttemptResult) -> None:
     if attempt.stdout:
         _text_child(parent, "system-out", attempt.stdout)
     if attempt.stderr:

@@ -13,6 +13,10 @@ import enum
 from typing import Any, Optional
 
 from .coverage_figures import display_percent, fail_under_message, fails_under
+from .failure_lines import first_line
+from .subtests import Subtest, failure_message, failure_text
+
+__all__ = ["Subtest", "first_line"]  # re-exported: part of the shared vocabulary
 
 SCHEMA_VERSION = 1
 
@@ -84,17 +88,25 @@ class TestRecord:
     worker: str = ""
     stdout: str = ""
     stderr: str = ""
+    subtests: list[Subtest] = dataclasses.field(default_factory=list)
+    unfinished: str = ""  # why the session ended while this test ran (pytest.exit, Ctrl-C)
 
     @property
     def outcome(self) -> AttemptOutcome:
-        """Fold the phases into one outcome: teardown failure is never a pass."""
+        """Fold the phases and subtests into one outcome: a failed subtest is never a pass.
+
+        Teardown failure is never a pass either; a call that pytest-rerunfailures
+        retried in-process (``rerun``) is a failed call.
+        """
         by_when = {p.when: p for p in self.phases}
         call = by_when.get("call")
         for when in ("setup", "teardown"):
             phase = by_when.get(when)
-            if phase is not None and phase.outcome == "failed":
+            if phase is not None and phase.outcome in _FAILED_CALL:
                 return AttemptOutcome.ERROR
-        if call is not None and call.outcome == "failed":
+        if call is not None and call.outcome in _FAILED_CALL:
+            return AttemptOutcome.FAILED
+        if any(sub.failed for sub in self.subtests):
             return AttemptOutcome.FAILED
         if any(p.outcome == "skipped" for p in self.phases):
             return AttemptOutcome.SKIPPED
@@ -106,13 +118,17 @@ class TestRecord:
     @property
     def failed_phase(self) -> str:
         for phase in self.phases:
-            if phase.outcome == "failed":
+            if phase.outcome in _FAILED_CALL:
                 return phase.when
+        if any(sub.failed for sub in self.subtests):
+            return "call"
         return ""
 
     @property
     def longrepr(self) -> str:
-        return "\n\n".join(p.longrepr for p in self.phases if p.outcome == "failed" and p.longrepr)
+        parts = [failure_text(self.subtests)]
+        parts.extend(p.longrepr for p in self.phases if p.outcome in _FAILED_CALL)
+        return "\n\n".join(part for part in parts if part)
 
     @property
     def duration(self) -> float:
@@ -141,16 +157,13 @@ class TestRecord:
             worker=str(data.get("worker") or ""),
             stdout=str(data.get("stdout") or ""),
             stderr=str(data.get("stderr") or ""),
+            subtests=[Subtest.from_json(sub) for sub in data.get("subtests") or []],
+            unfinished=str(data.get("unfinished") or ""),
         )
 
 
-def first_line(text: str) -> str:
-    """The line a human reads first: the last ``E`` line of a traceback, else the first line."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    errors = [line[1:].strip() for line in lines if line.startswith("E ")]
-    if errors:
-        return errors[0]
-    return lines[-1].strip() if lines else ""
+#: A phase outcome that is a failure: pytest's, or pytest-rerunfailures' retried failure.
+_FAILED_CALL = ("failed", "rerun")
 
 
 @dataclasses.dataclass
@@ -165,6 +178,14 @@ class AttemptResult:
     longrepr: str = ""  # the full failure text
     stdout: str = ""
     stderr: str = ""
+    subtests: list[Subtest] = dataclasses.field(default_factory=list)
+    # (phase, failure text) per failed phase, when more than one failed (a call and
+    # its teardown): JUnit writes one element each, as pytest does.
+    phase_failures: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+    @property
+    def failed_subtests(self) -> list[Subtest]:
+        return [sub for sub in self.subtests if sub.failed]
 
     @classmethod
     def from_record(cls, attempt: int, record: TestRecord) -> AttemptResult:
@@ -173,6 +194,14 @@ class AttemptResult:
         message = ""
         if outcome.is_failure:
             message = first_line(longrepr)
+            own = [p for p in record.phases if p.when == record.failed_phase]
+            if record.failed_phase == "call" and any(s.failed for s in record.subtests):
+                # Name the subtest, not pytest's "contains 1 failed subtest".
+                message = failure_message(record.subtests)
+            elif not longrepr and record.unfinished:
+                message = f"the session ended during this test: {first_line(record.unfinished)}"
+            elif own and own[0].outcome == "rerun":
+                message = f"{message} (rerun in-process by pytest-rerunfailures)"
         elif outcome == AttemptOutcome.SKIPPED:
             # The skip reason (or xfail reason) is what a reader wants to see.
             message = next((p.longrepr for p in record.phases if p.outcome == "skipped"), "")
@@ -185,10 +214,14 @@ class AttemptResult:
             longrepr=longrepr if record.outcome.is_failure else "",
             stdout=record.stdout,
             stderr=record.stderr,
+            subtests=list(record.subtests),
+            phase_failures=[
+                (p.when, p.longrepr) for p in record.phases if p.outcome in _FAILED_CALL
+            ],
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "attempt": self.attempt,
             "outcome": self.outcome.value,
             "duration": round(self.duration, 6),
@@ -198,6 +231,13 @@ class AttemptResult:
             "stdout": self.stdout,
             "stderr": self.stderr,
         }
+        if self.subtests:
+            data["subtests"] = [sub.to_json() for sub in self.subtests]
+        if len(self.phase_failures) > 1:
+            data["phase_failures"] = [
+                {"phase": phase, "longrepr": text} for phase, text in self.phase_failures
+            ]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> AttemptResult:
@@ -210,6 +250,11 @@ class AttemptResult:
             longrepr=str(data.get("longrepr") or ""),
             stdout=str(data.get("stdout") or ""),
             stderr=str(data.get("stderr") or ""),
+            subtests=[Subtest.from_json(sub) for sub in data.get("subtests") or []],
+            phase_failures=[
+                (str(f.get("phase") or ""), str(f.get("longrepr") or ""))
+                for f in data.get("phase_failures") or []
+            ],
         )
 
 
@@ -273,6 +318,10 @@ class Attempt:
     selected: list[str] = dataclasses.field(default_factory=list)
     collection_errors: list[str] = dataclasses.field(default_factory=list)
     directory: str = ""  # attempts/N relative to the report dir
+    # What pytest's own summary line counted (None: not available), and every way
+    # flakewarden's records of this attempt disagree with it (consistency.py).
+    pytest_summary: Optional[dict[str, int]] = None
+    disagreements: list[str] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -284,6 +333,8 @@ class Attempt:
             "selected": self.selected,
             "collection_errors": self.collection_errors,
             "directory": self.directory,
+            "pytest_summary": self.pytest_summary,
+            "disagreements": self.disagreements,
         }
 
     @classmethod
@@ -297,7 +348,15 @@ class Attempt:
             selected=[str(s) for s in data.get("selected", [])],
             collection_errors=[str(s) for s in data.get("collection_errors", [])],
             directory=str(data.get("directory") or ""),
+            pytest_summary=_counts(data.get("pytest_summary")),
+            disagreements=[str(s) for s in data.get("disagreements") or []],
         )
+
+
+def _counts(data: Any) -> Optional[dict[str, int]]:
+    if not isinstance(data, dict):
+        return None
+    return {str(key): int(value) for key, value in data.items()}
 
 
 @dataclasses.dataclass

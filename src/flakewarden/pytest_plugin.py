@@ -17,7 +17,9 @@ variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
 
 Records (one JSON object per line, ``kind`` says which):
 ``config`` (rootdir, invocation args, positional args), ``test`` (one per test
-and iteration, with each phase), ``collect_error`` and ``session`` (exit status).
+and iteration, with each phase and its subtests), ``collect_error``,
+``pytest_stats`` (what pytest's own terminal summary counted, for the
+consistency check) and ``session`` (exit status).
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ class Recorder:
         self.worker: dict[str, str] = {}
         self.index = 0
         self.iteration: dict[str, int] = {}
+        self.subtests: dict[str, list[dict[str, Any]]] = {}
+        self.reports: dict[str, Any] = {}  # the call report, read again when the test ends
+        self.interrupted = ""  # why the session stopped (pytest.exit, KeyboardInterrupt)
+        self.locations: dict[str, Any] = {}
 
     def write(self, record: dict[str, Any]) -> None:
         self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -80,21 +86,27 @@ class Recorder:
         self.stream.close()
 
     def add_report(self, report: Any) -> None:
-        if report.outcome == "rerun":  # an in-process rerun plugin's attempt
+        if _is_subtest(report):
+            self.subtests.setdefault(report.nodeid, []).append(_subtest(report))
             return
         phase: dict[str, Any] = {
             "when": report.when,
             "outcome": report.outcome,
             "duration": float(getattr(report, "duration", 0.0) or 0.0),
         }
-        if report.failed:
+        # pytest-rerunfailures' "rerun" is a failed run it retried in-process: keep its failure.
+        if report.failed or report.outcome == "rerun":
             phase["longrepr"] = _clip(report.longreprtext)
         elif report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
             phase["longrepr"] = _clip(str(report.longrepr[2]))
+        if report.when == "call":
+            # A plugin may still change this outcome (pytest's subtests make a passed
+            # call "failed" when a subtest failed); ``finish`` reads it again.
+            self.reports[report.nodeid] = report
         if hasattr(report, "wasxfail"):
             phase["wasxfail"] = True
         self.pending.setdefault(report.nodeid, []).append(phase)
-        if report.failed:
+        if report.failed or report.outcome == "rerun":
             self.captured[report.nodeid] = (
                 _clip(getattr(report, "capstdout", "") or ""),
                 _clip(getattr(report, "capstderr", "") or ""),
@@ -104,9 +116,12 @@ class Recorder:
         if gateway is not None:
             self.worker[report.nodeid] = str(getattr(gateway, "id", ""))
 
-    def finish(self, nodeid: str, location: Any) -> None:
+    def finish(self, nodeid: str, location: Any, unfinished: bool = False) -> None:
         phases = self.pending.pop(nodeid, [])
-        if not phases:
+        subtests = self.subtests.pop(nodeid, [])
+        self.locations.pop(nodeid, None)
+        _settle(phases, self.reports.pop(nodeid, None))
+        if not phases and not subtests:
             return
         file, line = "", None
         if location:
@@ -129,9 +144,75 @@ class Recorder:
                 "stdout": stdout,
                 "stderr": stderr,
                 "time": time.time(),
+                **({"subtests": subtests} if subtests else {}),
+                **({"unfinished": self.interrupted or "the session ended"} if unfinished else {}),
             }
         )
         self.index += 1
+
+    def finish_all(self) -> None:
+        """Write the tests the session left unfinished (``pytest.exit``, an interrupt).
+
+        Such a test never reaches ``pytest_runtest_logfinish``; without this it would
+        vanish from the report although it ran.
+        """
+        for nodeid in list(self.pending) + [n for n in self.subtests if n not in self.pending]:
+            self.finish(nodeid, self.locations.get(nodeid), unfinished=True)
+
+
+def _is_subtest(report: Any) -> bool:
+    """A subtest's report: pytest 9's ``SubtestReport`` or pytest-subtests' ``SubTestReport``."""
+    context = getattr(report, "context", None)
+    return context is not None and hasattr(context, "kwargs")
+
+
+def _subtest(report: Any) -> dict[str, Any]:
+    describe = getattr(report, "_sub_test_description", None)
+    description = ""
+    if callable(describe):
+        try:
+            description = str(describe())
+        except Exception:  # a plugin's own formatting must never cost the record
+            description = ""
+    if not description:
+        context = report.context
+        kwargs = getattr(context, "kwargs", None) or {}
+        parts = [f"[{context.msg}]"] if getattr(context, "msg", None) is not None else []
+        if kwargs:
+            parts.append("(" + ", ".join(f"{k}={v}" for k, v in kwargs.items()) + ")")
+        description = " ".join(parts) or "(<subtest>)"
+    record: dict[str, Any] = {
+        "description": _clip(description),
+        "outcome": report.outcome,
+        "duration": float(getattr(report, "duration", 0.0) or 0.0),
+    }
+    if report.failed:
+        record["longrepr"] = _clip(report.longreprtext)
+        stdout = getattr(report, "capstdout", "") or ""
+        stderr = getattr(report, "capstderr", "") or ""
+        if stdout:
+            record["stdout"] = _clip(stdout)
+        if stderr:
+            record["stderr"] = _clip(stderr)
+    elif report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        record["longrepr"] = _clip(str(report.longrepr[2]))
+    if hasattr(report, "wasxfail"):
+        record["wasxfail"] = True
+    return record
+
+
+def _settle(phases: list[dict[str, Any]], report: Any) -> None:
+    """Take the call's final outcome: a later hook may have changed it after we saw it."""
+    if report is None:
+        return
+    for phase in reversed(phases):
+        if phase["when"] != report.when:
+            continue
+        if report.outcome != phase["outcome"] and phase["outcome"] != "rerun":
+            phase["outcome"] = report.outcome
+            if report.failed:
+                phase["longrepr"] = _clip(report.longreprtext)
+        return
 
 
 def _flush_then_die(signum: int, frame: Any) -> None:
@@ -259,6 +340,16 @@ def pytest_runtest_protocol(item: Any, nextitem: Any) -> Optional[bool]:
 def pytest_runtest_logreport(report: Any) -> None:
     if _plugin is not None:
         _plugin.add_report(report)
+        _plugin.locations.setdefault(report.nodeid, getattr(report, "location", None))
+
+
+def pytest_keyboard_interrupt(excinfo: Any) -> None:
+    """``pytest.exit()`` and ``KeyboardInterrupt`` both end the session here."""
+    if _plugin is not None:
+        try:
+            _plugin.interrupted = _clip(str(excinfo.exconly()))
+        except Exception:
+            _plugin.interrupted = "interrupted"
 
 
 def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
@@ -280,6 +371,10 @@ def pytest_collectreport(report: Any) -> None:
 def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
     if _plugin is None:
         return
+    _plugin.finish_all()
+    stats = _pytest_stats(session.config)
+    if stats is not None:
+        _plugin.write(stats)
     _plugin.write(
         {
             "kind": "session",
@@ -288,6 +383,53 @@ def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
             "testsfailed": int(getattr(session, "testsfailed", 0) or 0),
         }
     )
+
+
+MAX_IDS = 1000  # node ids pytest counted as failed or error, kept for the consistency check
+
+
+def _pytest_stats(config: Any) -> Optional[dict[str, Any]]:
+    """What pytest's terminal summary line counts, read from the terminal reporter itself.
+
+    Read from its ``stats`` rather than scraped from the output, which ``-q``/``-qq``
+    reshape; ``-p no:terminal`` leaves no reporter and no record (nothing to compare).
+    ``summary`` is the line itself; ``tests`` its test reports per category (what
+    the plugin's records must add up to), ``collect`` its collection reports;
+    ``subtests`` counts subtest reports per outcome, including the passed ones the
+    line hides at default verbosity. ``failed_ids``: what pytest counted as failed
+    or error, which must never be a pass in the records.
+    """
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    stats = getattr(reporter, "stats", None)
+    if not isinstance(stats, dict):
+        return None
+    counts: dict[str, dict[str, int]] = {"summary": {}, "tests": {}, "collect": {}, "subtests": {}}
+
+    def bump(group: str, key: str) -> None:
+        counts[group][key] = counts[group].get(key, 0) + 1
+
+    failed_ids: dict[str, None] = {}
+    for category, reports in stats.items():
+        if category == "warnings" or not isinstance(reports, list):
+            continue
+        for report in reports:
+            shown = category != "" and getattr(report, "count_towards_summary", True)
+            if shown:
+                bump("summary", category)
+            failed = category in ("failed", "error") or getattr(report, "failed", False)
+            is_test = getattr(report, "when", "collect") != "collect"  # xdist's crash: "???"
+            if failed and is_test and len(failed_ids) < MAX_IDS:
+                failed_ids.setdefault(str(report.nodeid), None)
+            if _is_subtest(report):
+                bump("subtests", "xfailed" if hasattr(report, "wasxfail") else report.outcome)
+            elif shown:
+                bump("tests" if is_test else "collect", category)
+    return {
+        "kind": "pytest_stats",
+        "source": "terminalreporter",
+        **counts,
+        "failed_ids": list(failed_ids),
+    }
 
 
 def pytest_unconfigure(config: Any) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Callable, Optional
 
-from . import __version__, pytest_args
+from . import __version__, consistency, pytest_args
 from .console import plural
 from .errors import UsageError
 from .model import (
@@ -304,6 +304,8 @@ def _attempt(
         state.exit_code = ExitCode.INTERNAL_ERROR
         return results
     _check_session(results, attempt, state, number)
+    if consistency.check_attempt(attempt, results, say):
+        state.not_green = True  # pytest failed a test the records do not: never green
     return results
 
 

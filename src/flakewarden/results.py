@@ -20,6 +20,7 @@ class ProcessResults:
     exitstatus: Optional[int] = None  # None: the session never finished
     testscollected: int = 0  # as pytest counted them, after deselection
     corrupt_lines: int = 0
+    pytest_stats: Optional[dict[str, Any]] = None  # pytest's own counts (consistency.py)
 
     @property
     def started(self) -> bool:
@@ -65,6 +66,8 @@ def read_results(path: Path) -> ProcessResults:
                     results.tests.append(TestRecord.from_json(data))
                 elif kind == "collect_error":
                     results.collect_errors.append((str(data["id"]), str(data["longrepr"])))
+                elif kind == "pytest_stats":
+                    results.pytest_stats = data
                 elif kind == "session":
                     results.exitstatus = int(data["exitstatus"])
                     results.testscollected = int(data.get("testscollected") or 0)

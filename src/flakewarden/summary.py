@@ -12,6 +12,7 @@ from typing import Optional
 
 from .gha import ANNOTATION_LIMIT, KINDS, plan_annotations
 from .model import Outcome, RunReport, TestResult
+from .subtests import failed_histories
 
 #: GitHub's limit is 1 MiB per step summary; stay well below it.
 SUMMARY_LIMIT = 1024 * 1024 - 64 * 1024
@@ -127,6 +128,41 @@ def _notes(report: RunReport) -> list[str]:
     return lines
 
 
+def _disagreements(report: RunReport) -> list[str]:
+    """A loud block when flakewarden's records do not add up to pytest's own summary."""
+    differing = [a for a in report.attempts if a.disagreements]
+    if not differing:
+        return []
+    lines = [
+        "> [!WARNING]",
+        "> **flakewarden's records disagree with pytest's own summary line.** "
+        "Some test pytest reported may be missing from this report or counted wrongly; "
+        "see each attempt's `output.log`.",
+        ">",
+    ]
+    for attempt in differing[:20]:
+        text = "; ".join(attempt.disagreements)
+        lines.append(f"> - Attempt {attempt.number}: {escape_markdown(text, CELL_LIMIT * 4)}")
+    return [*lines, ""]
+
+
+_SUBTEST_HEAD = [
+    "| Test | Subtest | Outcome by attempt | First failure |",
+    "|---|---|---|---|",
+]
+
+
+def _subtest_rows(tests: list[TestResult]) -> list[str]:
+    rows = []
+    for test in tests:
+        for history in failed_histories(test.attempts):
+            rows.append(
+                f"| {escape_markdown(test.id)} | {escape_markdown(history.description)} "
+                f"| {escape_markdown(history.text)} | {escape_markdown(history.message)} |"
+            )
+    return rows
+
+
 def _coverage(report: RunReport) -> list[str]:
     coverage = report.coverage
     if coverage is None:
@@ -172,7 +208,10 @@ def _artifact(artifact_name: Optional[str]) -> list[str]:
 def _fit(
     head: list[str], groups: list[tuple[list[str], list[str]]], tail: list[str], limit: int
 ) -> list[str]:
-    """Add table rows while they fit in ``limit`` bytes; say how many were left out."""
+    """Add table rows while they fit in ``limit`` bytes; say how many were left out.
+
+    A group's intro ends with its table head when it is not the tests' table.
+    """
     reserve = 300  # the truncation notice
     budget = limit - _size(head) - _size(tail) - reserve
     for intro, _rows in groups:
@@ -180,6 +219,7 @@ def _fit(
     body: list[str] = []
     left_out = 0
     for intro, rows in groups:
+        table_head = [] if intro[-1:] == _SUBTEST_HEAD[-1:] else _TABLE_HEAD
         shown: list[str] = []
         for row in rows:
             cost = _size([row])
@@ -188,7 +228,7 @@ def _fit(
                 continue
             budget -= cost
             shown.append(row)
-        body.extend([*intro, *_TABLE_HEAD, *shown, ""])
+        body.extend([*intro, *table_head, *shown, ""])
     if left_out:
         body.append(
             f"**{left_out} rows left out**: GitHub caps a step summary at 1 MiB. "
@@ -217,7 +257,15 @@ def render_summary(
     report: RunReport, *, artifact_name: Optional[str] = None, limit: int = SUMMARY_LIMIT
 ) -> str:
     """The job summary (and ``summary.md``) for one run, at most ``limit`` UTF-8 bytes."""
-    head = [_headline(report), "", *_totals_table(report), "", *_notes(report), ""]
+    head = [
+        _headline(report),
+        "",
+        *_disagreements(report),
+        *_totals_table(report),
+        "",
+        *_notes(report),
+        "",
+    ]
     hard = report.with_outcome(Outcome.FAILED, Outcome.ERROR)
     flaky = report.with_outcome(Outcome.FLAKY)
     quarantined = report.with_outcome(Outcome.QUARANTINED)
@@ -234,6 +282,20 @@ def render_summary(
                     "",
                 ],
                 [_row(t) for t in quarantined],
+            )
+        )
+    subtest_rows = _subtest_rows([*hard, *flaky, *quarantined])
+    if subtest_rows:
+        groups.append(
+            (
+                [
+                    "### Failed subtests",
+                    "",
+                    "Each subtest that failed on some attempt, named as pytest names it.",
+                    "",
+                    *_SUBTEST_HEAD,
+                ],
+                subtest_rows,
             )
         )
     tail = [*_coverage(report), *_annotations(report), *_artifact(artifact_name)]

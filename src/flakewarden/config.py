@@ -24,6 +24,7 @@ VERDICTS = (
     "not-reproducible",
     "error",
 )
+MAX_ATTEMPT_TIMEOUT = 10 * 24 * 3600.0  # seconds: ten days is no limit at all
 # A race or a real break is never quarantined, whatever a file says.
 NEVER_QUARANTINE = ("race", "deterministic", "error")
 
@@ -48,6 +49,7 @@ class Config:
     fail_on_flaky: bool = False
     cov_fail_under: Optional[float] = None
     report_dir: str = "flakewarden-report"
+    attempt_timeout: Optional[float] = None  # seconds a test process may run
     quarantine_policy: QuarantinePolicy = QuarantinePolicy()
     known_race_patterns: str = "known-race-patterns.md"
     source: Optional[Path] = None  # the file read, if any
@@ -95,6 +97,10 @@ def _optional_percent(path: str, value: Any) -> Optional[float]:
     return None if value is None else _number(0, 100)(path, value)
 
 
+def _optional_seconds(path: str, value: Any) -> Optional[float]:
+    return None if value is None else _number(0, MAX_ATTEMPT_TIMEOUT, low_open=True)(path, value)
+
+
 def _verdicts(path: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{path}: expected a list of verdicts, got {value!r}")
@@ -127,6 +133,7 @@ TOP_KEYS: dict[str, Check] = {
     "cov_fail_under": _optional_percent,
     "report_dir": _text,
     "known_race_patterns": _text,
+    "attempt_timeout": _optional_seconds,
 }
 
 

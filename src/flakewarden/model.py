@@ -47,13 +47,14 @@ class AttemptOutcome(str, enum.Enum):
     FAILED = "failed"  # the test body failed
     ERROR = "error"  # setup or teardown failed
     SKIPPED = "skipped"
+    CRASHED = "crashed"  # the test process died (or timed out) while this test ran
 
     def __str__(self) -> str:
         return self.value
 
     @property
     def is_failure(self) -> bool:
-        return self in (AttemptOutcome.FAILED, AttemptOutcome.ERROR)
+        return self in (AttemptOutcome.FAILED, AttemptOutcome.ERROR, AttemptOutcome.CRASHED)
 
 
 @dataclasses.dataclass
@@ -82,10 +83,13 @@ class TestRecord:
     worker: str = ""
     stdout: str = ""
     stderr: str = ""
+    crash: str = ""  # how the process died while this test ran (a ``crashed`` attempt)
 
     @property
     def outcome(self) -> AttemptOutcome:
         """Fold the phases into one outcome: teardown failure is never a pass."""
+        if self.crash:
+            return AttemptOutcome.CRASHED
         by_when = {p.when: p for p in self.phases}
         call = by_when.get("call")
         for when in ("setup", "teardown"):
@@ -139,6 +143,7 @@ class TestRecord:
             worker=str(data.get("worker") or ""),
             stdout=str(data.get("stdout") or ""),
             stderr=str(data.get("stderr") or ""),
+            crash=str(data.get("crash") or ""),
         )
 
 
@@ -169,7 +174,9 @@ class AttemptResult:
         longrepr = record.longrepr
         outcome = record.outcome
         message = ""
-        if outcome.is_failure:
+        if record.crash:
+            message = record.crash
+        elif outcome.is_failure:
             message = first_line(longrepr)
         elif outcome == AttemptOutcome.SKIPPED:
             # The skip reason (or xfail reason) is what a reader wants to see.
@@ -260,8 +267,48 @@ class TestResult:
 
 
 @dataclasses.dataclass
+class Continuation:
+    """A fresh process that ran the tests a crashed process of the same attempt never reached."""
+
+    command: list[str]
+    reason: str
+    selected: int = 0  # how many tests it was given (the list is in its select.json)
+    exit_code: Optional[int] = None
+    duration: float = 0.0
+    crash: str = ""  # how this process died, when it did too
+    directory: str = ""  # attempts/N/continuation-K relative to the report dir
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "command": self.command,
+            "reason": self.reason,
+            "selected": self.selected,
+            "exit_code": self.exit_code,
+            "duration": round(self.duration, 6),
+            "crash": self.crash,
+            "directory": self.directory,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Continuation:
+        return cls(
+            command=[str(c) for c in data.get("command", [])],
+            reason=str(data.get("reason") or ""),
+            selected=int(data.get("selected", 0)),
+            exit_code=data.get("exit_code"),
+            duration=float(data.get("duration", 0.0)),
+            crash=str(data.get("crash") or ""),
+            directory=str(data.get("directory") or ""),
+        )
+
+
+@dataclasses.dataclass
 class Attempt:
-    """One process: the user's command (attempt 1) or a rerun of failed tests."""
+    """One process: the user's command (attempt 1) or a rerun of failed tests.
+
+    When that process crashed, the tests it never reached ran in ``continuations``,
+    still counted as this attempt.
+    """
 
     number: int
     command: list[str]
@@ -271,6 +318,8 @@ class Attempt:
     selected: list[str] = dataclasses.field(default_factory=list)
     collection_errors: list[str] = dataclasses.field(default_factory=list)
     directory: str = ""  # attempts/N relative to the report dir
+    crash: str = ""  # how its process died before the session finished, when it did
+    continuations: list[Continuation] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -282,6 +331,8 @@ class Attempt:
             "selected": self.selected,
             "collection_errors": self.collection_errors,
             "directory": self.directory,
+            "crash": self.crash,
+            "continuations": [c.to_json() for c in self.continuations],
         }
 
     @classmethod
@@ -295,6 +346,8 @@ class Attempt:
             selected=[str(s) for s in data.get("selected", [])],
             collection_errors=[str(s) for s in data.get("collection_errors", [])],
             directory=str(data.get("directory") or ""),
+            crash=str(data.get("crash") or ""),
+            continuations=[Continuation.from_json(c) for c in data.get("continuations", [])],
         )
 
 

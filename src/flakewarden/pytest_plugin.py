@@ -16,17 +16,24 @@ variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
   in that order (stress replays a recorded order to find a polluter).
 
 Records (one JSON object per line, ``kind`` says which):
-``config`` (rootdir, invocation args, positional args), ``test`` (one per test
-and iteration, with each phase), ``collect_error`` and ``session`` (exit status).
+``config`` (rootdir, invocation args, positional args), ``collected`` (the node
+ids the session is to run, in order), ``start`` (a test is about to run),
+``test`` (one per test and iteration, with each phase), ``collect_error`` and
+``session`` (exit status).
+
+Every record reaches the operating system as it is written (a ``write`` per
+record, no ``fsync``: process death does not lose what the kernel holds): a
+``start`` record before the test's setup runs, a ``test`` record as soon as the
+test finishes. When the process dies, whether by a segfault, SIGKILL or a
+suite that swallowed SIGTERM, the test that was running is the one started and
+not finished, and every test that finished keeps its record.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
-import threading
 import time
 from typing import Any, Optional
 
@@ -35,8 +42,8 @@ MAX_TEXT = 20_000  # characters kept of one captured stream or traceback
 _plugin: Optional[Recorder] = None
 _repeat = 1
 _active = False  # this process is the run flakewarden started (or one of its workers)
+_collected = False  # the ``collected`` record was written
 OWNER_VARIABLE = "FLAKEWARDEN_OWNER_PID"
-FLUSH_SECONDS = 0.1  # records reach the file at least this often while tests run
 
 
 def _clip(text: str) -> str:
@@ -57,7 +64,6 @@ class Recorder:
     def __init__(self, path: str) -> None:
         self.path = path
         self.stream = open(path, "a", encoding="utf-8")  # noqa: SIM115
-        self.flushed_at = time.monotonic()
         self.pending: dict[str, list[dict[str, Any]]] = {}
         self.captured: dict[str, tuple[str, str]] = {}
         self.worker: dict[str, str] = {}
@@ -65,19 +71,18 @@ class Recorder:
         self.iteration: dict[str, int] = {}
 
     def write(self, record: dict[str, Any]) -> None:
+        # Two small writes per test cost little; a record lost with its process costs a verdict.
         self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
-        # A write per record would cost a system call per test; buffer briefly.
-        now = time.monotonic()
-        if now - self.flushed_at >= FLUSH_SECONDS or record["kind"] != "test":
-            self.flush(now)
-
-    def flush(self, now: Optional[float] = None) -> None:
-        if not self.stream.closed:
-            self.stream.flush()
-        self.flushed_at = time.monotonic() if now is None else now
+        self.stream.flush()
 
     def close(self) -> None:
         self.stream.close()
+
+    def start(self, nodeid: str, location: Any) -> None:
+        """Record that a test starts, before its setup runs."""
+        file, line = _where(location)
+        record = {"kind": "start", "id": nodeid, "file": file, "line": line, "time": time.time()}
+        self.write(record)
 
     def add_report(self, report: Any) -> None:
         if report.outcome == "rerun":  # an in-process rerun plugin's attempt
@@ -134,19 +139,26 @@ class Recorder:
         self.index += 1
 
 
-def _flush_then_die(signum: int, frame: Any) -> None:
-    """SIGTERM: keep the buffered records of the tests that ran, then die as before."""
-    if _plugin is not None:
-        _plugin.flush()
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
+def _where(location: Any) -> tuple[str, Optional[int]]:
+    """pytest's ``(file, 0-based line, name)`` as a file and a 1-based line."""
+    if not location:
+        return "", None
+    line = location[1]
+    return str(location[0]), None if line is None else int(line) + 1
 
 
-def _flush_on_sigterm() -> None:
-    if threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _flush_then_die)
+class _XdistController:
+    """On the xdist controller: the workers collect, so their collection is the session's."""
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        _record_collected(list(ids))
+
+
+def _record_collected(ids: list[str]) -> None:
+    global _collected
+    if _plugin is not None and not _collected:
+        _collected = True
+        _plugin.write({"kind": "collected", "ids": ids})
 
 
 def _claim(config: Any) -> bool:
@@ -180,7 +192,8 @@ def pytest_configure(config: Any) -> None:
     if not path or _is_worker(config):
         return
     _plugin = Recorder(path)
-    _flush_on_sigterm()
+    if hasattr(config.hook, "pytest_xdist_node_collection_finished"):
+        config.pluginmanager.register(_XdistController(), "flakewarden-xdist-controller")
     option = config.option
     _plugin.write(
         {
@@ -256,9 +269,22 @@ def pytest_runtest_protocol(item: Any, nextitem: Any) -> Optional[bool]:
     return True
 
 
+def pytest_collection_finish(session: Any) -> None:
+    if _plugin is not None and not _is_worker(session.config):
+        _record_collected([item.nodeid for item in session.items])
+
+
+def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
+    if _plugin is not None:
+        _plugin.start(nodeid, location)
+
+
 def pytest_runtest_logreport(report: Any) -> None:
     if _plugin is not None:
         _plugin.add_report(report)
+        if report.when == "???":
+            # xdist's report of a test whose worker died: no logfinish will follow.
+            _plugin.finish(report.nodeid, report.location)
 
 
 def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:

@@ -146,7 +146,7 @@ def crash_records(part: Part, message: str, report_dir: Path) -> list[TestRecord
 def worker_crashes(part: Part, number: int, report_dir: Path) -> list[str]:
     """xdist named the test a dead worker was running: add what it printed as it died.
 
-    Returns one problem line per crashed test, naming it.
+    Returns one console line per crashed test, naming it.
     """
     crashed = [record for record in part.results.tests if record.crash]
     if not crashed:
@@ -157,8 +157,7 @@ def worker_crashes(part: Part, number: int, report_dir: Path) -> list[str]:
         for phase in record.phases:
             if phase.outcome == "failed":
                 phase.longrepr = f"{phase.longrepr}\n\n{detail}".strip()
-    where = _relative(log, report_dir)
-    return [f"attempt {number}: {r.id} crashed: {r.crash}; see {where}" for r in crashed]
+    return [f"attempt {number}: {r.id} crashed: {r.crash}" for r in crashed]
 
 
 def _named(ids: Sequence[str]) -> str:
@@ -218,9 +217,7 @@ def continue_attempt(
         merged.tests.extend(records)
         crashes += len(records)
         statuses.append(ExitCode.TESTS_FAILED)
-        log = _relative(part.directory / "output.log", report_dir)
         ids = [r.id for r in records]
-        done.problems.append(f"attempt {attempt.number}: {_named(ids)} {message}; see {log}")
         recorded = {r.id for r in merged.tests}
         rest = [test_id for test_id in selection if test_id not in recorded]
         if crashes > max_crashes:
@@ -237,10 +234,14 @@ def continue_attempt(
         if not rest:
             say(f"attempt {attempt.number}: {_named(ids)} {message}")
             break
-        noun = "test" if len(rest) == 1 else "tests"
+        them = (
+            "the test it had not reached runs"
+            if len(rest) == 1
+            else (f"the {len(rest)} tests it had not reached run")
+        )
         say(
-            f"attempt {attempt.number}: {_named(ids)} {message}; the {len(rest)} {noun} it "
-            f"had not reached run in a fresh process, still attempt {attempt.number}"
+            f"attempt {attempt.number}: {_named(ids)} {message}; {them} in a fresh process, "
+            f"still attempt {attempt.number}"
         )
         directory = first.directory / f"continuation-{len(attempt.continuations) + 1}"
         command = select_command(rest)
@@ -253,7 +254,8 @@ def continue_attempt(
             )
         )
         part = run_part(directory, command, rest)
-        done.problems.extend(worker_crashes(part, attempt.number, report_dir))
+        for line in worker_crashes(part, attempt.number, report_dir):
+            say(line)
         attempt.continuations[-1].exit_code = part.child.exit_code
         attempt.continuations[-1].duration = part.child.duration
     merged.exitstatus = _combined(statuses)

@@ -298,9 +298,8 @@ def _attempt(
         plugin, options.cwd, options.echo, options.attempt_timeout, measure, on_results
     )
     first = run_part(directory, command, select)
-    for problem in worker_crashes(first, number, options.report_dir):
-        state.problems.append(problem)
-        say(problem)
+    for line in worker_crashes(first, number, options.report_dir):
+        say(line)
     attempt.exit_code = first.child.exit_code
     attempt.duration = first.child.duration
     if number == 1 and first.results.config is not None:

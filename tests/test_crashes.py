@@ -274,6 +274,50 @@ def test_a_hang_is_stopped_by_the_attempt_timeout(project: Project, where: str) 
             time.sleep(0.05)
 
 
+def test_a_timeout_is_a_crash_even_when_the_suite_turns_sigterm_into_an_interrupt(
+    project: Project,
+) -> None:
+    """pytest then ends its session as interrupted; the hang is still the test's, not the run's."""
+    project.write(
+        "conftest.py",
+        """
+        import signal
+
+        def pytest_configure(config):
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
+        """,
+    )
+    project.write(
+        "tests/test_h.py",
+        """
+        import time
+        from pathlib import Path
+
+        MARK = Path(__file__).parent / ".hung"
+
+        def test_hang():
+            if not MARK.exists():
+                MARK.write_text("1")
+                time.sleep(300)
+
+        def test_z():
+            pass
+        """,
+    )
+    result = project.run("--attempt-timeout", "3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.outcomes == {
+        "tests/test_h.py::test_hang": "flaky",
+        "tests/test_h.py::test_z": "passed",
+    }
+    assert _attempt_outcomes(result, "tests/test_h.py::test_hang") == [
+        (1, "crashed"),
+        (2, "passed"),
+    ]
+    assert _attempt_outcomes(result, "tests/test_h.py::test_z") == [(1, "passed")]
+    assert result.report["interrupted"] is False
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "inf", "nan", "soon"])
 def test_attempt_timeout_must_be_a_positive_number(project: Project, value: str) -> None:
     project.write("tests/test_a.py", "def test_a():\n    pass\n")

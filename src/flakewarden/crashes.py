@@ -46,6 +46,15 @@ class Continued:
     unexplained: bool = False  # the session never finished and no test can be blamed
 
 
+def finished(part: Part) -> bool:
+    """True when the session ended on its own.
+
+    A process the timeout stopped is a crash even when pytest caught the signal and
+    wrapped up its session (a suite that turns SIGTERM into KeyboardInterrupt).
+    """
+    return part.results.exitstatus is not None and not part.child.timed_out
+
+
 def how_it_ended(child: ChildResult, timeout: Optional[float]) -> str:
     """What happened to a process that never finished its session, in a few words."""
     if child.timed_out:
@@ -191,8 +200,8 @@ def continue_attempt(
     part, crashes, statuses = first, 0, []
     while True:
         _merge(merged, part.results)
-        if part.results.exitstatus is not None:
-            statuses.append(part.results.exitstatus)
+        if finished(part):
+            statuses.append(part.results.exitstatus or ExitCode.OK)
             break
         how = how_it_ended(part.child, timeout)
         if part is first:

@@ -317,7 +317,8 @@ def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
 
 
 def pytest_unconfigure(config: Any) -> None:
-    global _plugin
+    global _plugin, _collected
     if _plugin is not None:
         _plugin.close()
         _plugin = None
+    _collected = False

@@ -23,7 +23,7 @@ from typing import IO, Any, Callable, Optional
 
 from . import __version__, pytest_args
 from .attempt_process import PartRunner
-from .crashes import continue_attempt, worker_crashes
+from .crashes import continue_attempt, finished, worker_crashes
 from .errors import UsageError
 from .model import (
     Attempt,
@@ -305,7 +305,7 @@ def _attempt(
     if number == 1 and first.results.config is not None:
         state.first_config = first.results.config
         state.rootdir = first.results.rootdir or str(options.cwd)
-    if first.results.config is None or first.results.exitstatus is not None:
+    if first.results.config is None or finished(first):
         _check_session(first.results, state, number)
         return first.results
     continued = continue_attempt(
@@ -414,15 +414,14 @@ def _merge_coverage(
     files: list[Path] = []
     missing = []
     for attempt in state.attempts:
-        parts = [attempt.directory, *(c.directory for c in attempt.continuations)]
-        for number, directory in enumerate(parts):
+        parts = [(attempt.directory, attempt.crash)]
+        parts += [(c.directory, c.crash) for c in attempt.continuations]
+        for number, (directory, crash) in enumerate(parts):
             found = coverage_merge.find_data_files(options.report_dir / directory)
             if not found:
                 part = f" (continuation {number})" if number else ""
-                crashed = " (its process crashed)" if attempt.crash and not number else ""
-                missing.append(
-                    f"attempt {attempt.number}{part} wrote no coverage data file{crashed}"
-                )
+                why = f" (its process {crash})" if crash else ""
+                missing.append(f"attempt {attempt.number}{part} wrote no coverage data file{why}")
             files.extend(found)
     summary = coverage_merge.merge(
         files, options.report_dir, cwd=options.cwd, fail_under=fail_under

@@ -32,6 +32,7 @@ not finished, and every test that finished keeps its record.
 from __future__ import annotations
 
 import json
+import json.encoder
 import os
 import sys
 import time
@@ -44,6 +45,9 @@ _repeat = 1
 _active = False  # this process is the run flakewarden started (or one of its workers)
 _collected = False  # the ``collected`` record was written
 OWNER_VARIABLE = "FLAKEWARDEN_OWNER_PID"
+# One encoder for every record: json.dumps with options builds a new one per call.
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+_string = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
 
 
 def _clip(text: str) -> str:
@@ -63,7 +67,7 @@ class Recorder:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.stream = open(path, "a", encoding="utf-8")  # noqa: SIM115
+        self.fd: Optional[int] = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         self.pending: dict[str, list[dict[str, Any]]] = {}
         self.captured: dict[str, tuple[str, str]] = {}
         self.worker: dict[str, str] = {}
@@ -71,18 +75,28 @@ class Recorder:
         self.iteration: dict[str, int] = {}
 
     def write(self, record: dict[str, Any]) -> None:
-        # Two small writes per test cost little; a record lost with its process costs a verdict.
-        self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self.stream.flush()
+        self.emit(_encode(record))
+
+    def emit(self, line: str) -> None:
+        """One ``write`` to the OS per record, unbuffered: it outlives the process at once."""
+        if self.fd is None:
+            return
+        data = (line + "\n").encode("utf-8", "backslashreplace")
+        while data:
+            data = data[os.write(self.fd, data) :]
 
     def close(self) -> None:
-        self.stream.close()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
     def start(self, nodeid: str, location: Any) -> None:
-        """Record that a test starts, before its setup runs."""
+        """Record that a test starts, before its setup runs (built by hand: once per test)."""
         file, line = _where(location)
-        record = {"kind": "start", "id": nodeid, "file": file, "line": line, "time": time.time()}
-        self.write(record)
+        self.emit(
+            f'{{"kind": "start", "id": {_string(nodeid)}, "file": {_string(file)}, '
+            f'"line": {"null" if line is None else line}, "time": {time.time()!r}}}'
+        )
 
     def add_report(self, report: Any) -> None:
         if report.outcome == "rerun":  # an in-process rerun plugin's attempt

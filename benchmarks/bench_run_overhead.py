@@ -8,7 +8,9 @@ subprocesses, the baseline ``python -m pytest`` then ``flakewarden run -- python
 pairs alternate so a noisy neighbour slows both sides alike. One warm-up of each runs first
 and is not counted. The table shows medians, the ratio of the medians and the median of the
 per-pair ratios; for flakewarden it also splits the wall time into the pytest child (as
-flakewarden timed it in ``report.json``) and everything around it (start-up, reports).
+flakewarden timed it in ``report.json``) and everything around it (start-up, reports). The
+CPU line sums user and system time of each side's whole process tree, which a busy machine
+disturbs far less than the wall clock.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -34,6 +37,12 @@ PYTEST_INI = "[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n"
 class Timing(NamedTuple):
     wall: float
     child: float  # the pytest child's own time, as flakewarden measured it (0 for baseline)
+    cpu: float  # user + system CPU seconds of the whole process tree: steadier on a busy machine
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def generate(root: Path, tests: int, modules: int, work_ms: float = 0.0) -> None:
@@ -65,23 +74,23 @@ def clean_env() -> dict[str, str]:
 
 
 def run_baseline(root: Path, env: dict[str, str], tests: int) -> Timing:
-    started = time.perf_counter()
+    cpu, started = _children_cpu(), time.perf_counter()
     done = subprocess.run(
         [PYTHON, "-m", "pytest"], cwd=root, env=env, capture_output=True, text=True
     )
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, _children_cpu() - cpu
     if done.returncode != 0 or f"{tests} passed" not in done.stdout:
         raise SystemExit(f"baseline pytest did not pass {tests} tests:\n{done.stdout[-2000:]}")
-    return Timing(wall, 0.0)
+    return Timing(wall, 0.0, cpu)
 
 
 def run_flakewarden(root: Path, env: dict[str, str], report_dir: Path, tests: int) -> Timing:
     command = [PYTHON, "-m", "flakewarden", "run", "--report-dir", str(report_dir), "--"]
-    started = time.perf_counter()
+    cpu, started = _children_cpu(), time.perf_counter()
     done = subprocess.run(
         [*command, PYTHON, "-m", "pytest"], cwd=root, env=env, capture_output=True, text=True
     )
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, _children_cpu() - cpu
     report = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
     if done.returncode != 0 or report["totals"].get("passed") != tests:
         raise SystemExit(
@@ -89,7 +98,7 @@ def run_flakewarden(root: Path, env: dict[str, str], report_dir: Path, tests: in
             f"{done.stdout[-2000:]}{done.stderr[-2000:]}"
         )
     child = sum(float(a["duration"]) for a in report["attempts"])
-    return Timing(wall, child)
+    return Timing(wall, child, cpu)
 
 
 def machine() -> str:
@@ -136,6 +145,8 @@ def main() -> int:
     child = statistics.median(t.child for t in candidate)
     around = statistics.median(t.wall - t.child for t in candidate)
     pair_ratio = statistics.median(c.wall / b.wall for b, c in zip(baseline, candidate))
+    base_cpu = statistics.median(t.cpu for t in baseline)
+    cand_cpu = statistics.median(t.cpu for t in candidate)
     rows = [
         ("python -m pytest (baseline)", f"{base:.3f}", f"{min(t.wall for t in baseline):.3f}"),
         (
@@ -155,6 +166,10 @@ def main() -> int:
     print(
         f"ratio flakewarden/pytest: {cand / base:.3f} (medians), {pair_ratio:.3f} "
         f"(median of {options.pairs} pair ratios); overhead {100 * (cand / base - 1):+.1f}%"
+    )
+    print(
+        f"CPU (user+system, whole process tree): pytest {base_cpu:.3f}s, flakewarden "
+        f"{cand_cpu:.3f}s (medians); overhead {100 * (cand_cpu / base_cpu - 1):+.1f}%"
     )
     return 0
 

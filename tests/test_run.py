@@ -746,15 +746,6 @@ def test_collection_errors_with_continue_are_not_green(project: Project) -> None
     ]
 
 
-def test_a_crash_in_the_first_attempt_is_an_error(project: Project) -> None:
-    project.write("tests/test_a.py", "def test_a():\n    pass\n")
-    project.write("tests/test_b.py", "import os\n\ndef test_b():\n    os._exit(0)\n")
-    project.write("tests/test_c.py", "def test_c():\n    pass\n")
-    result = project.run()
-    assert result.returncode == 3, result.stdout + result.stderr
-    assert "before finishing its session" in result.stderr
-
-
 HOSTILE_COLLECTOR = """
 import pytest
 from pathlib import Path

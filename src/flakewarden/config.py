@@ -26,6 +26,7 @@ VERDICTS = (
     "not-reproducible",
     "error",
 )
+MAX_ATTEMPT_TIMEOUT = 10 * 24 * 3600.0  # seconds: ten days is no limit at all
 # A race or a real break is never quarantined, whatever a file says.
 NEVER_QUARANTINE = ("race", "deterministic", "error")
 
@@ -50,6 +51,7 @@ class Config:
     fail_on_flaky: bool = False
     cov_fail_under: Optional[float] = None
     report_dir: str = "flakewarden-report"
+    attempt_timeout: Optional[float] = None  # seconds a test process may run
     quarantine_policy: QuarantinePolicy = QuarantinePolicy()
     known_race_patterns: str = "known-race-patterns.md"
     # Seconds all of a step's GitHub bookkeeping may take before it gives up (fail-open).
@@ -125,6 +127,10 @@ def _optional_percent(path: str, value: Any) -> Optional[float]:
     return None if value is None else _number(0, 100)(path, value)
 
 
+def _optional_seconds(path: str, value: Any) -> Optional[float]:
+    return None if value is None else _number(0, MAX_ATTEMPT_TIMEOUT, low_open=True)(path, value)
+
+
 def _verdicts(path: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{path}: expected a list of verdicts, got {shown(value)}")
@@ -161,6 +167,7 @@ TOP_KEYS: dict[str, Check] = {
     "known_race_patterns": _text,
     "issues_deadline": _number(0, 3600, low_open=True),
     "quarantine_read_deadline": _number(0, 3600, low_open=True),
+    "attempt_timeout": _optional_seconds,
 }
 
 

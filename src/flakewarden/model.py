@@ -53,13 +53,14 @@ class AttemptOutcome(str, enum.Enum):
     FAILED = "failed"  # the test body failed
     ERROR = "error"  # setup or teardown failed
     SKIPPED = "skipped"
+    CRASHED = "crashed"  # the test process died (or timed out) while this test ran
 
     def __str__(self) -> str:
         return self.value
 
     @property
     def is_failure(self) -> bool:
-        return self in (AttemptOutcome.FAILED, AttemptOutcome.ERROR)
+        return self in (AttemptOutcome.FAILED, AttemptOutcome.ERROR, AttemptOutcome.CRASHED)
 
 
 @dataclasses.dataclass
@@ -90,14 +91,17 @@ class TestRecord:
     stderr: str = ""
     subtests: list[Subtest] = dataclasses.field(default_factory=list)
     unfinished: str = ""  # why the session ended while this test ran (pytest.exit, Ctrl-C)
+    crash: str = ""  # how the process died while this test ran (a ``crashed`` attempt)
 
     @property
     def outcome(self) -> AttemptOutcome:
-        """Fold the phases and subtests into one outcome: a failed subtest is never a pass.
+        """Fold the crash, phases and subtests into one outcome: a failed subtest is never a pass.
 
         Teardown failure is never a pass either; a call that pytest-rerunfailures
         retried in-process (``rerun``) is a failed call.
         """
+        if self.crash:
+            return AttemptOutcome.CRASHED
         by_when = {p.when: p for p in self.phases}
         call = by_when.get("call")
         for when in ("setup", "teardown"):
@@ -159,6 +163,7 @@ class TestRecord:
             stderr=str(data.get("stderr") or ""),
             subtests=[Subtest.from_json(sub) for sub in data.get("subtests") or []],
             unfinished=str(data.get("unfinished") or ""),
+            crash=str(data.get("crash") or ""),
         )
 
 
@@ -192,7 +197,9 @@ class AttemptResult:
         longrepr = record.longrepr
         outcome = record.outcome
         message = ""
-        if outcome.is_failure:
+        if record.crash:
+            message = record.crash
+        elif outcome.is_failure:
             message = first_line(longrepr)
             own = [p for p in record.phases if p.when == record.failed_phase]
             if record.failed_phase == "call" and any(s.failed for s in record.subtests):
@@ -307,8 +314,48 @@ class TestResult:
 
 
 @dataclasses.dataclass
+class Continuation:
+    """A fresh process that ran the tests a crashed process of the same attempt never reached."""
+
+    command: list[str]
+    reason: str
+    selected: int = 0  # how many tests it was given (the list is in its select.json)
+    exit_code: Optional[int] = None
+    duration: float = 0.0
+    crash: str = ""  # how this process died, when it did too
+    directory: str = ""  # attempts/N/continuation-K relative to the report dir
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "command": self.command,
+            "reason": self.reason,
+            "selected": self.selected,
+            "exit_code": self.exit_code,
+            "duration": round(self.duration, 6),
+            "crash": self.crash,
+            "directory": self.directory,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Continuation:
+        return cls(
+            command=[str(c) for c in data.get("command", [])],
+            reason=str(data.get("reason") or ""),
+            selected=int(data.get("selected", 0)),
+            exit_code=data.get("exit_code"),
+            duration=float(data.get("duration", 0.0)),
+            crash=str(data.get("crash") or ""),
+            directory=str(data.get("directory") or ""),
+        )
+
+
+@dataclasses.dataclass
 class Attempt:
-    """One process: the user's command (attempt 1) or a rerun of failed tests."""
+    """One process: the user's command (attempt 1) or a rerun of failed tests.
+
+    When that process crashed, the tests it never reached ran in ``continuations``,
+    still counted as this attempt.
+    """
 
     number: int
     command: list[str]
@@ -322,6 +369,8 @@ class Attempt:
     # flakewarden's records of this attempt disagree with it (consistency.py).
     pytest_summary: Optional[dict[str, int]] = None
     disagreements: list[str] = dataclasses.field(default_factory=list)
+    crash: str = ""  # how its process died before the session finished, when it did
+    continuations: list[Continuation] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -335,6 +384,8 @@ class Attempt:
             "directory": self.directory,
             "pytest_summary": self.pytest_summary,
             "disagreements": self.disagreements,
+            "crash": self.crash,
+            "continuations": [c.to_json() for c in self.continuations],
         }
 
     @classmethod
@@ -350,6 +401,8 @@ class Attempt:
             directory=str(data.get("directory") or ""),
             pytest_summary=_counts(data.get("pytest_summary")),
             disagreements=[str(s) for s in data.get("disagreements") or []],
+            crash=str(data.get("crash") or ""),
+            continuations=[Continuation.from_json(c) for c in data.get("continuations", [])],
         )
 
 

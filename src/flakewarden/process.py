@@ -50,6 +50,7 @@ class ChildResult(NamedTuple):
     exit_code: int
     duration: float
     interrupted: bool
+    timed_out: bool = False  # stopped by ``run_child``'s timeout
 
 
 class Interrupted(Exception):
@@ -152,11 +153,14 @@ def run_child(
     env: Mapping[str, str],
     log: Path,
     echo: Optional[IO[bytes]] = None,
+    timeout: Optional[float] = None,
 ) -> ChildResult:
     """Run ``command`` in a new process group, teeing its output to ``log`` (and ``echo``).
 
     SIGINT and SIGTERM received meanwhile stop the whole group (TERM, then KILL
-    after a grace period) and raise ``Interrupted`` once the child is gone.
+    after a grace period) and raise ``Interrupted`` once the child is gone. A
+    child still running after ``timeout`` seconds has its group stopped the
+    same way, and the result says ``timed_out``.
     """
     started = time.monotonic()
     received: list[int] = []
@@ -167,21 +171,30 @@ def run_child(
         killer = threading.Timer(TERMINATE_GRACE_SECONDS, stop_group, (child.pid, signal.SIGKILL))
         killer.daemon = True
 
-        def on_signal(signum: int, frame: object) -> None:
-            received.append(signum)
+        def stop() -> None:
             stop_group(child.pid, signal.SIGTERM)
-            if len(received) == 1:
+            if killer.ident is None:  # not started yet
                 # A test that ignores SIGTERM is killed after the grace period.
                 killer.start()
+
+        def on_signal(signum: int, frame: object) -> None:
+            received.append(signum)
+            stop()
 
         previous = _install_handlers(on_signal)
         assert child.stdout is not None
         sinks: list[IO[bytes]] = [log_stream] + ([echo] if echo is not None else [])
         pump = threading.Thread(target=_copy_stream, args=(child.stdout, sinks), daemon=True)
         pump.start()
+        timed_out = False
         try:
             # Signals interrupt the wait, run the handler, and the wait resumes.
-            exit_code = child.wait()
+            try:
+                exit_code = child.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                stop()
+                exit_code = child.wait()
         finally:
             killer.cancel()
             _restore_handlers(previous)
@@ -197,7 +210,7 @@ def run_child(
     duration = time.monotonic() - started
     if received:
         raise Interrupted(received[0])
-    return ChildResult(exit_code, duration, False)
+    return ChildResult(exit_code, duration, False, timed_out)
 
 
 def stop_group(pid: int, signum: int) -> None:

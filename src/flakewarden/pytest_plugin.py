@@ -16,19 +16,26 @@ variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
   in that order (stress replays a recorded order to find a polluter).
 
 Records (one JSON object per line, ``kind`` says which):
-``config`` (rootdir, invocation args, positional args), ``test`` (one per test
-and iteration, with each phase and its subtests), ``collect_error``,
-``pytest_stats`` (what pytest's own terminal summary counted, for the
-consistency check) and ``session`` (exit status).
+``config`` (rootdir, invocation args, positional args), ``collected`` (the node
+ids the session is to run, in order), ``start`` (a test is about to run),
+``test`` (one per test and iteration, with each phase and its subtests),
+``collect_error``, ``pytest_stats`` (what pytest's own terminal summary
+counted, for the consistency check) and ``session`` (exit status).
+
+Every record reaches the operating system as it is written (a ``write`` per
+record, no ``fsync``: process death does not lose what the kernel holds): a
+``start`` record before the test's setup runs, a ``test`` record as soon as the
+test finishes. When the process dies, whether by a segfault, SIGKILL or a
+suite that swallowed SIGTERM, the test that was running is the one started and
+not finished, and every test that finished keeps its record.
 """
 
 from __future__ import annotations
 
 import json
+import json.encoder
 import os
-import signal
 import sys
-import threading
 import time
 from typing import Any, Optional
 
@@ -37,8 +44,11 @@ MAX_TEXT = 20_000  # characters kept of one captured stream or traceback
 _plugin: Optional[Recorder] = None
 _repeat = 1
 _active = False  # this process is the run flakewarden started (or one of its workers)
+_collected = False  # the ``collected`` record was written
 OWNER_VARIABLE = "FLAKEWARDEN_OWNER_PID"
-FLUSH_SECONDS = 0.1  # records reach the file at least this often while tests run
+# One encoder for every record: json.dumps with options builds a new one per call.
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+_string = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
 
 
 def _clip(text: str) -> str:
@@ -58,8 +68,7 @@ class Recorder:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.stream = open(path, "a", encoding="utf-8")  # noqa: SIM115
-        self.flushed_at = time.monotonic()
+        self.fd: Optional[int] = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         self.pending: dict[str, list[dict[str, Any]]] = {}
         self.captured: dict[str, tuple[str, str]] = {}
         self.worker: dict[str, str] = {}
@@ -71,19 +80,28 @@ class Recorder:
         self.locations: dict[str, Any] = {}
 
     def write(self, record: dict[str, Any]) -> None:
-        self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
-        # A write per record would cost a system call per test; buffer briefly.
-        now = time.monotonic()
-        if now - self.flushed_at >= FLUSH_SECONDS or record["kind"] != "test":
-            self.flush(now)
+        self.emit(_encode(record))
 
-    def flush(self, now: Optional[float] = None) -> None:
-        if not self.stream.closed:
-            self.stream.flush()
-        self.flushed_at = time.monotonic() if now is None else now
+    def emit(self, line: str) -> None:
+        """One ``write`` to the OS per record, unbuffered: it outlives the process at once."""
+        if self.fd is None:
+            return
+        data = (line + "\n").encode("utf-8", "backslashreplace")
+        while data:
+            data = data[os.write(self.fd, data) :]
 
     def close(self) -> None:
-        self.stream.close()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def start(self, nodeid: str, location: Any) -> None:
+        """Record that a test starts, before its setup runs (built by hand: once per test)."""
+        file, line = _where(location)
+        self.emit(
+            f'{{"kind": "start", "id": {_string(nodeid)}, "file": {_string(file)}, '
+            f'"line": {"null" if line is None else line}, "time": {time.time()!r}}}'
+        )
 
     def add_report(self, report: Any) -> None:
         if _is_subtest(report):
@@ -215,19 +233,26 @@ def _settle(phases: list[dict[str, Any]], report: Any) -> None:
         return
 
 
-def _flush_then_die(signum: int, frame: Any) -> None:
-    """SIGTERM: keep the buffered records of the tests that ran, then die as before."""
-    if _plugin is not None:
-        _plugin.flush()
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
+def _where(location: Any) -> tuple[str, Optional[int]]:
+    """pytest's ``(file, 0-based line, name)`` as a file and a 1-based line."""
+    if not location:
+        return "", None
+    line = location[1]
+    return str(location[0]), None if line is None else int(line) + 1
 
 
-def _flush_on_sigterm() -> None:
-    if threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _flush_then_die)
+class _XdistController:
+    """On the xdist controller: the workers collect, so their collection is the session's."""
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        _record_collected(list(ids))
+
+
+def _record_collected(ids: list[str]) -> None:
+    global _collected
+    if _plugin is not None and not _collected:
+        _collected = True
+        _plugin.write({"kind": "collected", "ids": ids})
 
 
 def _claim(config: Any) -> bool:
@@ -261,7 +286,8 @@ def pytest_configure(config: Any) -> None:
     if not path or _is_worker(config):
         return
     _plugin = Recorder(path)
-    _flush_on_sigterm()
+    if hasattr(config.hook, "pytest_xdist_node_collection_finished"):
+        config.pluginmanager.register(_XdistController(), "flakewarden-xdist-controller")
     option = config.option
     _plugin.write(
         {
@@ -337,10 +363,23 @@ def pytest_runtest_protocol(item: Any, nextitem: Any) -> Optional[bool]:
     return True
 
 
+def pytest_collection_finish(session: Any) -> None:
+    if _plugin is not None and not _is_worker(session.config):
+        _record_collected([item.nodeid for item in session.items])
+
+
+def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
+    if _plugin is not None:
+        _plugin.start(nodeid, location)
+
+
 def pytest_runtest_logreport(report: Any) -> None:
     if _plugin is not None:
         _plugin.add_report(report)
         _plugin.locations.setdefault(report.nodeid, getattr(report, "location", None))
+        if report.when == "???":
+            # xdist's report of a test whose worker died: no logfinish will follow.
+            _plugin.finish(report.nodeid, report.location)
 
 
 def pytest_keyboard_interrupt(excinfo: Any) -> None:
@@ -433,7 +472,8 @@ def _pytest_stats(config: Any) -> Optional[dict[str, Any]]:
 
 
 def pytest_unconfigure(config: Any) -> None:
-    global _plugin
+    global _plugin, _collected
     if _plugin is not None:
         _plugin.close()
         _plugin = None
+    _collected = False

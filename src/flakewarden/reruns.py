@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Callable, Optional
+from typing import IO, Any, Callable, Optional
 
 from . import __version__, consistency, pytest_args
+from .attempt_process import PartRunner
 from .console import plural
+from .crashes import continue_attempt, finished, worker_crashes
 from .errors import UsageError
 from .model import (
     Attempt,
@@ -37,9 +38,10 @@ from .model import (
     TestResult,
     first_line,
 )
-from .process import Interrupted, plugin_dir, plugin_env, resolve_executable, run_child
+from .process import Interrupted, plugin_dir, resolve_executable
 from .reports import claim_directory
-from .results import ProcessResults, read_results
+from .results import ProcessResults
+from .sessions import judge_session
 
 
 @dataclasses.dataclass
@@ -54,6 +56,7 @@ class RunOptions:
     fail_on_flaky: bool = False
     quarantined: frozenset[str] = frozenset()
     echo: Optional[IO[bytes]] = None  # where the children's output is shown
+    attempt_timeout: Optional[float] = None  # seconds each test process may run
 
 
 Say = Callable[[str], None]
@@ -72,9 +75,15 @@ class _State:
     interrupted: bool = False
     cutoff: bool = False
     rootdir: str = ""
+    command: list[str] = dataclasses.field(default_factory=list)  # attempt 1's, as run
+    first_config: Optional[dict[str, Any]] = None  # what the plugin saw in attempt 1
+    running: list[str] = dataclasses.field(default_factory=list)  # when the last process ended
 
     def add(self, number: int, results: ProcessResults) -> None:
-        for record in results.tests:
+        self.add_records(number, results.tests)
+
+    def add_records(self, number: int, records: Sequence[TestRecord]) -> None:
+        for record in records:
             self.records.setdefault(record.id, []).append((number, record))
 
     def still_failing(self, ids: Sequence[str], number: int) -> list[str]:
@@ -165,7 +174,8 @@ def run_attempts(options: RunOptions, say: Say) -> RunReport:
         except Interrupted as exc:
             state.interrupted = True
             state.exit_code = ExitCode.INTERRUPTED
-            state.problems.append(f"interrupted by {exc}: the report shows what ran")
+            running = f" while {', '.join(state.running[:5])} ran" if state.running else ""
+            state.problems.append(f"interrupted by {exc}{running}: the report shows what ran")
             say(f"interrupted by {exc}; writing the report of what ran")
 
     tests = _fold(state, options.quarantined)
@@ -201,11 +211,11 @@ def _loop(
     state: _State,
     say: Say,
 ) -> None:
+    state.command = command
     first = _attempt(options, state, plugin, 1, command, "the full command", None, measure, say)
     if first.config is None:
         state.exit_code = _never_started(first, state, options)
         return
-    state.rootdir = first.rootdir or str(options.cwd)
     state.order = first.order
     if state.exit_code is not None:
         return
@@ -219,18 +229,10 @@ def _loop(
             f"{options.max_failures}: that is a real break, not flakiness; no reruns"
         )
         return
-    split = pytest_args.split_with_invocation(command, (first.config or {}).get("args", []))
-    positionals = [str(p) for p in (first.config or {}).get("file_or_dir", [])]
-    rootdir = Path(state.rootdir)
     for number in range(2, options.reruns + 2):
-        if split is None:
-            rerun_command = command  # not a plain pytest command: the plugin selects
-        else:
-            rerun_command = split.prefix + pytest_args.rerun_args(
-                split.args, positionals=positionals, node_ids=failing, rootdir=rootdir
-            )
         noun = "test" if len(failing) == 1 else "tests"
         reason = f"rerun of {len(failing)} failed {noun}"
+        rerun_command = _selection_command(state, failing)
         results = _attempt(
             options, state, plugin, number, rerun_command, reason, failing, measure, say
         )
@@ -247,6 +249,18 @@ def _loop(
             return
 
 
+def _selection_command(state: _State, node_ids: list[str]) -> list[str]:
+    """Attempt 1's command with only the selection replaced: for reruns and continuations."""
+    args = (state.first_config or {}).get("args", [])
+    split = pytest_args.split_with_invocation(state.command, args)
+    if split is None:
+        return state.command  # not a plain pytest command: the plugin selects
+    positionals = [str(p) for p in (state.first_config or {}).get("file_or_dir", [])]
+    return split.prefix + pytest_args.rerun_args(
+        split.args, positionals=positionals, node_ids=node_ids, rootdir=Path(state.rootdir)
+    )
+
+
 def _attempt(
     options: RunOptions,
     state: _State,
@@ -259,22 +273,11 @@ def _attempt(
     say: Say,
 ) -> ProcessResults:
     directory = options.report_dir / "attempts" / str(number)
-    directory.mkdir(parents=True, exist_ok=True)
-    select_file = None
     if select is not None:
-        select_file = directory / "select.json"
-        select_file.write_text(json.dumps(select, ensure_ascii=False, indent=0), encoding="utf-8")
         shown = ", ".join(select[:5]) + (f" and {len(select) - 5} more" if len(select) > 5 else "")
         say(f"attempt {number}: {reason} in a fresh process: {shown}")
     else:
         say(f"attempt {number}: {' '.join(command)}")
-    results_file = directory / "results.jsonl"
-    extra = None
-    if measure:
-        from . import coverage_merge  # coverage.py is imported only when measuring
-
-        extra = coverage_merge.attempt_env(directory)
-    env = plugin_env(plugin, results_file, select=select_file, extra=extra)
     attempt = Attempt(
         number=number,
         command=command,
@@ -283,80 +286,69 @@ def _attempt(
         directory=str(directory.relative_to(options.report_dir)),
     )
     state.attempts.append(attempt)
-    try:
-        child = run_child(
-            command, cwd=options.cwd, env=env, log=directory / "output.log", echo=options.echo
-        )
-    finally:
+
+    def on_results(results: ProcessResults) -> None:
         # Even an interrupted attempt keeps the records it wrote.
-        results = read_results(results_file)
         state.add(number, results)
-        attempt.collection_errors = [
+        state.running = [start.id for start in results.running]
+        attempt.collection_errors += [
             f"{cid or '.'}: {first_line(text)}" for cid, text in results.collect_errors
         ]
-    attempt.exit_code = child.exit_code
-    attempt.duration = child.duration
+
+    run_part = PartRunner(
+        plugin, options.cwd, options.echo, options.attempt_timeout, measure, on_results
+    )
+    first = run_part(directory, command, select)
+    for line in worker_crashes(first, number, options.report_dir):
+        say(line)
+    attempt.exit_code = first.child.exit_code
+    attempt.duration = first.child.duration
     if not directory.is_dir():
         state.problems.append(
             f"attempt {number}: the report directory was deleted while the tests ran "
             f"(by a test?), so what they recorded is lost: {options.report_dir}"
         )
         state.exit_code = ExitCode.INTERNAL_ERROR
-        return results
-    _check_session(results, attempt, state, number)
-    if consistency.check_attempt(attempt, results, say):
-        state.not_green = True  # pytest failed a test the records do not: never green
-    return results
-
-
-def _check_session(results: ProcessResults, attempt: Attempt, state: _State, number: int) -> None:
-    """Turn what pytest said about its session into an end of the run, when it must end."""
-    if results.config is None:
-        return
-    status = results.exitstatus
-    code = attempt.exit_code
-    if status == ExitCode.USAGE_ERROR:
-        state.problems.append(f"attempt {number}: pytest reported a usage error")
-        state.exit_code = ExitCode.USAGE_ERROR if number == 1 else ExitCode.INTERNAL_ERROR
-    elif status == ExitCode.INTERNAL_ERROR:
-        state.problems.append(f"attempt {number}: pytest reported an internal error")
-        state.exit_code = ExitCode.INTERNAL_ERROR
-    elif status == ExitCode.NO_TESTS_COLLECTED and number == 1:
-        state.problems.append("no tests were collected")
-        state.exit_code = ExitCode.NO_TESTS_COLLECTED
-    elif results.collect_errors and not results.tests:
-        first_id, text = results.collect_errors[0]
-        state.problems.append(
-            f"attempt {number}: collection error in {first_id or '.'}: {first_line(text)}"
-        )
-        state.exit_code = ExitCode.INTERRUPTED
-    elif status == ExitCode.INTERRUPTED:
-        state.problems.append(f"attempt {number}: pytest's session was interrupted")
-        state.exit_code = ExitCode.INTERRUPTED
-    elif status is None:
-        state.problems.append(
-            f"attempt {number}: pytest exited with {code} before finishing its session "
-            f"(a crash or os._exit?); see attempts/{number}/output.log"
-        )
+        return first.results
+    if number == 1 and first.results.config is not None:
+        state.first_config = first.results.config
+        state.rootdir = first.results.rootdir or str(options.cwd)
+    if first.results.config is None or finished(first):
+        _check_session(first.results, state, number)
+        if consistency.check_attempt(attempt, first.results, say):
+            state.not_green = True  # pytest failed a test the records do not: never green
+        return first.results
+    continued = continue_attempt(
+        attempt,
+        first,
+        run_part=run_part,
+        select_command=lambda ids: _selection_command(state, ids),
+        add=lambda records: state.add_records(number, records),
+        report_dir=options.report_dir,
+        timeout=options.attempt_timeout,
+        max_crashes=options.max_failures,
+        say=say,
+    )
+    attempt.duration = first.child.duration + sum(c.duration for c in attempt.continuations)
+    state.problems.extend(continued.problems)
+    state.cutoff = state.cutoff or continued.stopped
+    state.not_green = state.not_green or (continued.not_green and number == 1)
+    if continued.unexplained:
         if number == 1:
             # Tests after the crash never ran: nothing can make this run green.
             state.exit_code = ExitCode.INTERNAL_ERROR
     else:
-        if results.collect_errors:
-            state.problems.append(
-                f"attempt {number}: {len(results.collect_errors)} collection error(s): "
-                + ", ".join(cid or "." for cid, _ in results.collect_errors[:5])
-            )
-            state.not_green = True
-        ran = len(results.order)
-        if number == 1 and results.testscollected > ran:
-            never = results.testscollected - ran
-            state.problems.append(
-                f"attempt 1: pytest stopped after {ran} of {results.testscollected} tests "
-                f"(-x, --maxfail, or a test that stopped the session?): {never} never ran, "
-                "so the run cannot be green"
-            )
-            state.not_green = True
+        _check_session(continued.results, state, number)
+    return continued.results
+
+
+def _check_session(results: ProcessResults, state: _State, number: int) -> None:
+    """Turn what pytest said about its session into an end of the run, when it must end."""
+    verdict = judge_session(results, number)
+    state.problems.extend(verdict.problems)
+    state.not_green = state.not_green or verdict.not_green
+    if verdict.exit_code is not None:
+        state.exit_code = verdict.exit_code
 
 
 def _never_started(results: ProcessResults, state: _State, options: RunOptions) -> int:
@@ -434,10 +426,15 @@ def _merge_coverage(
     files: list[Path] = []
     missing = []
     for attempt in state.attempts:
-        found = coverage_merge.find_data_files(options.report_dir / attempt.directory)
-        if not found:
-            missing.append(f"attempt {attempt.number} wrote no coverage data file")
-        files.extend(found)
+        parts = [(attempt.directory, attempt.crash)]
+        parts += [(c.directory, c.crash) for c in attempt.continuations]
+        for number, (directory, crash) in enumerate(parts):
+            found = coverage_merge.find_data_files(options.report_dir / directory)
+            if not found:
+                part = f" (continuation {number})" if number else ""
+                why = f" (its process {crash})" if crash else ""
+                missing.append(f"attempt {attempt.number}{part} wrote no coverage data file{why}")
+            files.extend(found)
     located = pytest_args.locate(options.command)
     summary = coverage_merge.merge(
         files,

@@ -5,9 +5,21 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from .model import TestRecord
+
+# xdist reports a test whose worker died as a failure in this made-up phase.
+XDIST_CRASH_PHASE = "???"
+
+
+class Start(NamedTuple):
+    """A test the plugin saw start (flushed before its body ran)."""
+
+    id: str
+    file: str
+    line: Optional[int]
+    time: float
 
 
 @dataclasses.dataclass
@@ -21,6 +33,8 @@ class ProcessResults:
     testscollected: int = 0  # as pytest counted them, after deselection
     corrupt_lines: int = 0
     pytest_stats: Optional[dict[str, Any]] = None  # pytest's own counts (consistency.py)
+    collected: Optional[list[str]] = None  # the tests the session was to run, in order
+    running: list[Start] = dataclasses.field(default_factory=list)  # started, never finished
 
     @property
     def started(self) -> bool:
@@ -53,6 +67,7 @@ def read_results(path: Path) -> ProcessResults:
     results = ProcessResults()
     if not path.exists():
         return results
+    running: dict[str, Start] = {}
     with open(path, encoding="utf-8", errors="replace") as stream:
         for line in stream:
             if not line.strip():
@@ -60,10 +75,18 @@ def read_results(path: Path) -> ProcessResults:
             try:
                 data = json.loads(line)
                 kind = data["kind"]
-                if kind == "config":
+                if kind == "start":
+                    start = _start(data)
+                    running.pop(start.id, None)  # keep them in the order they started
+                    running[start.id] = start
+                elif kind == "config":
                     results.config = data
                 elif kind == "test":
-                    results.tests.append(TestRecord.from_json(data))
+                    record = _worker_crash(TestRecord.from_json(data))
+                    running.pop(record.id, None)
+                    results.tests.append(record)
+                elif kind == "collected":
+                    results.collected = [str(i) for i in data["ids"]]
                 elif kind == "collect_error":
                     results.collect_errors.append((str(data["id"]), str(data["longrepr"])))
                 elif kind == "pytest_stats":
@@ -73,4 +96,25 @@ def read_results(path: Path) -> ProcessResults:
                     results.testscollected = int(data.get("testscollected") or 0)
             except (ValueError, KeyError, TypeError):
                 results.corrupt_lines += 1
+    results.running = list(running.values())
     return results
+
+
+def _start(data: dict[str, Any]) -> Start:
+    line = data.get("line")
+    return Start(
+        id=str(data["id"]),
+        file=str(data.get("file") or ""),
+        line=int(line) if line is not None else None,
+        time=float(data.get("time") or 0.0),
+    )
+
+
+def _worker_crash(record: TestRecord) -> TestRecord:
+    """An xdist worker that died mid-test: pytest names the test; that is a ``crashed`` run."""
+    for phase in record.phases:
+        if phase.when == XDIST_CRASH_PHASE and phase.outcome == "failed":
+            lines = [line.strip() for line in phase.longrepr.splitlines() if line.strip()]
+            named = [line for line in lines if "crashed while running" in line]
+            record.crash = (named or lines or ["the xdist worker running this test crashed"])[0]
+    return record

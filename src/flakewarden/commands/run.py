@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Optional, TypeVar
 
+from ..config import MAX_ATTEMPT_TIMEOUT
 from ..config import load as load_config
 from ..console import one_line
 from ..errors import UsageError
@@ -39,6 +40,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=whole_number(0),
         default=None,
         help="more failed tests than this is a real break: no reruns (default 10)",
+    )
+    parser.add_argument(
+        "--attempt-timeout",
+        type=number(0, MAX_ATTEMPT_TIMEOUT, low_open=True, what="a number of seconds"),
+        default=None,
+        metavar="SECONDS",
+        help="stop a test process still running after SECONDS: the test it was running "
+        "crashed (timed out), the rest run in a fresh process (default: no limit)",
     )
     parser.add_argument(
         "--coverage",
@@ -128,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         fail_on_flaky=_pick(args.fail_on_flaky, config.fail_on_flaky),
         quarantined=quarantined_set(args, config.quarantine_read_deadline),
         echo=None if args.quiet else sys.stdout.buffer,
+        attempt_timeout=_pick(args.attempt_timeout, config.attempt_timeout),
     )
     on_actions = os.environ.get("GITHUB_ACTIONS") == "true"
     sys.stdout.flush()

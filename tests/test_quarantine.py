@@ -24,7 +24,7 @@ from github_fixtures import (
 
 from flakewarden.cli import main
 from flakewarden.flake_issues import LABEL, iso, title_for
-from flakewarden.marker import format_marker, read_marker
+from flakewarden.marker import format_marker, id_fields, read_marker
 from flakewarden.model import AttemptOutcome, AttemptResult, Outcome, TestResult
 from flakewarden.quarantine import (
     ESCALATED,
@@ -551,3 +551,27 @@ def test_quarantined_file_works_offline(project: Project) -> None:
     project.write("bad.json", '{"not": "a list"}')
     bad = project.run("--quarantined-file", "bad.json")
     assert bad.returncode == 4 and "expected a JSON list of test ids" in bad.stderr
+
+
+def test_a_quarantined_test_with_a_very_long_id_is_still_quarantined(
+    emulator: GitHubEmulator, project: Project
+) -> None:
+    # An id over the marker's limit is stored as a clipped id and its digest; the run must
+    # match the test by that digest, not by the clipped id.
+    param = "x" * 1_200
+    long_id = f"tests/test_q.py::test_long[{param}]"
+    data = {"hits": 3, "first": "2024-05-01T12:00:00Z", "quarantined_at": iso(NOW)}
+    data.update(id_fields(long_id))
+    assert data["id"] != long_id
+    emulator.add_issue(
+        title_for(long_id), format_marker(data) + "\n### notes\n", (LABEL, QUARANTINED)
+    )
+    project.write(
+        "tests/test_q.py",
+        "import pytest\n\n\n"
+        f"@pytest.mark.parametrize('p', [1], ids=[{param!r}])\n"
+        "def test_long(p):\n    assert False, 'known flake, quarantined'\n",
+    )
+    result = project.run("--reruns", "0", env=_github(emulator))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.test(long_id)["outcome"] == "quarantined"

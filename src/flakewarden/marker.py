@@ -18,10 +18,11 @@ shown clipped, so the marker always fits in an issue body.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 from typing import Any, Optional
+
+from .model import LONG_ID_LIMIT, id_key
 
 PREFIX = "<!-- flakewarden: "
 SUFFIX = " -->"
@@ -29,7 +30,7 @@ _LINE = re.compile(r"^[ \t]*<!-- flakewarden: (\{.*\}) -->[ \t]*$", re.MULTILINE
 # More hits than any CI system could record: a larger count was written by hand.
 HITS_MAX = 10**9
 # Longer ids are keyed by their digest; the marker then holds a clipped id to show.
-ID_LIMIT = 1_000
+ID_LIMIT = LONG_ID_LIMIT
 ID_SHOWN = 200
 _COUNTS = ("hits", "runs", "failures")
 
@@ -138,16 +139,15 @@ def hits_of(data: dict[str, Any]) -> int:
 
 def id_fields(test_id: str) -> dict[str, Any]:
     """The marker keys that name ``test_id``: the id itself, or a clipped id and its digest."""
-    if len(test_id) <= ID_LIMIT:
+    key = id_key(test_id)
+    if key == test_id:
         return {"id": test_id}
-    digest = hashlib.sha256(test_id.encode("utf-8", "surrogatepass")).hexdigest()
-    return {"id": test_id[:ID_SHOWN] + "…", "id_sha256": digest}
+    return {"id": test_id[:ID_SHOWN] + "…", "id_sha256": key.removeprefix("sha256:")}
 
 
 def key_for(test_id: str) -> str:
-    """The key a test's issue is indexed under."""
-    fields = id_fields(test_id)
-    return "sha256:" + fields["id_sha256"] if "id_sha256" in fields else test_id
+    """The key a test's issue is indexed under (``model.id_key``)."""
+    return id_key(test_id)
 
 
 def key_of(data: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import enum
+import hashlib
 from typing import Any, Optional
 
 from .coverage_figures import display_percent, fail_under_message, fails_under
@@ -19,6 +20,17 @@ from .subtests import Subtest, failure_message, failure_text
 __all__ = ["Subtest", "first_line"]  # re-exported: part of the shared vocabulary
 
 SCHEMA_VERSION = 1
+
+#: Test ids longer than this are known by a digest wherever a whole id cannot be stored
+#: (an issue's marker, the quarantined set read from it).
+LONG_ID_LIMIT = 1_000
+
+
+def id_key(test_id: str) -> str:
+    """The key a test is known by across runs: its id, or ``sha256:<hex>`` of a long id."""
+    if len(test_id) <= LONG_ID_LIMIT:
+        return test_id
+    return "sha256:" + hashlib.sha256(test_id.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ExitCode(enum.IntEnum):

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from .flake_issues import LABEL, FlakeIssue, FlakeTracker
 from .github_api import GitHubClient
-from .marker import read_marker
+from .marker import key_of, read_marker
 
 QUARANTINED = "quarantined"
 
@@ -57,7 +57,7 @@ def fetch_quarantined_set(
     )
     try:
         tracker = FlakeTracker(client, repository)
-        return frozenset(str(issue.marker["id"]) for issue, _ in quarantined_issues(tracker))
+        return frozenset(key_of(issue.marker) for issue, _ in quarantined_issues(tracker))
     finally:
         if own:
             client.close()

@@ -37,6 +37,7 @@ from .model import (
     TestRecord,
     TestResult,
     first_line,
+    id_key,
 )
 from .process import Interrupted, plugin_dir, resolve_executable
 from .reports import claim_directory
@@ -397,7 +398,7 @@ def _fold(state: _State, quarantined: frozenset[str]) -> list[TestResult]:
         failed_any = any(a.outcome.is_failure for a in attempts)
         if last.is_failure:
             outcome = Outcome.ERROR if last == AttemptOutcome.ERROR else Outcome.FAILED
-            if test_id in quarantined:
+            if test_id in quarantined or id_key(test_id) in quarantined:
                 outcome = Outcome.QUARANTINED
         elif failed_any:
             outcome = Outcome.FLAKY

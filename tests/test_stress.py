@@ -22,7 +22,9 @@ from typing import Any
 import pytest
 
 from flakewarden.model import RunReport
-from flakewarden.verdict import Arm, Verdict, merge_verdicts, read_verdict, write_verdict
+from flakewarden.verdict import Arm, Verdict, read_verdict
+from flakewarden.verdict_merge import merge_verdicts
+from flakewarden.verdict_render import write_verdict
 
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:randomly"]
 

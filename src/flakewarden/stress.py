@@ -62,11 +62,25 @@ class Stress(Runner):
         if broken is not None:
             return broken
         isolation = self._isolation()
-        if isolation.runs and isolation.failures == isolation.runs:
+        assert self.probe is not None and self.probe.config is not None
+        randomly = self.probe.config.get("randomly_seed") is not None
+        all_failed = bool(isolation.runs) and isolation.failures == isolation.runs
+        swept = False
+        if all_failed and randomly:
+            # Without pytest-randomly the random state is one more fixed seed: a test
+            # that some seed makes pass is seed-dependent, or at least not a real break.
+            swept = True
+            found = seed_phase(self)
+            if found is not None:
+                return found
+            sweep = next(a for a in self.arms if a.phase == "seed" and a.knob == "sweep")
+            all_failed = sweep.failures == sweep.runs
+        if all_failed:
             return self.verdict(
                 DETERMINISTIC,
                 f"failed all {isolation.runs} of its first runs in {isolation.processes} fresh "
-                "processes, in a fixed order and seed: a real break, not a flake",
+                "processes, in a fixed order and seed: a real break, not a flake"
+                + ("; every pytest-randomly seed tried failed too" if swept else ""),
                 f"deterministic: every one of the first {ISOLATION_PROCESSES} isolated runs, "
                 "one per fresh process, failed",
             )
@@ -75,8 +89,7 @@ class Stress(Runner):
             found = order_phase(self)
             if found is not None:
                 return found
-        assert self.probe is not None and self.probe.config is not None
-        if self.probe.config.get("randomly_seed") is not None:
+        if randomly and not swept:
             found = seed_phase(self)
             if found is not None:
                 return found

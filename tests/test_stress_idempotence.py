@@ -187,3 +187,34 @@ def test_policy_accepts_non_idempotent_like_the_other_found_causes(tmp_path: Pat
     )
     policy = load(None, tmp_path).quarantine_policy
     assert policy.allowed_verdicts == ("non-idempotent", "order-dependent")
+
+
+def test_first_runs_and_non_idempotence_survive_the_file_and_a_merge(tmp_path: Path) -> None:
+    from flakewarden.verdict import Arm, Verdict, read_verdict
+    from flakewarden.verdict_merge import merge_verdicts
+    from flakewarden.verdict_render import write_verdict
+
+    repeats = Arm("isolation", "in-process", processes=2, repeat=5)
+    for iteration in range(5):
+        for _ in range(2):
+            repeats.add(iteration > 0, first=iteration == 0)
+    assert (repeats.first_runs, repeats.first_failures) == (2, 0)
+    assert (repeats.repeat_runs, repeats.repeat_failures) == (8, 8)
+    evidence = {"first_runs": 12, "first_failures": 0, "repeat_runs": 8, "repeat_failures": 8}
+    leaky = Verdict(
+        "t.py::t", "non-idempotent", "leaks", "rule", arms=[repeats], non_idempotent=evidence
+    )
+    clean = Verdict(
+        "t.py::t", "not-reproducible", "clean", "rule", arms=[Arm("timing", "baseline")]
+    )
+    for name, verdict in (("a", leaky), ("b", clean)):
+        write_verdict(verdict, tmp_path / name)
+    again = read_verdict(tmp_path / "a")
+    assert again.non_idempotent == evidence
+    row = again.arms[0].to_json()
+    assert (row["first_runs"], row["repeat_runs"], row["repeat_failures"]) == (2, 8, 8)
+    merged = merge_verdicts([read_verdict(tmp_path / "b"), again], ["b", "a"])
+    assert merged.verdict == "non-idempotent" and merged.quarantine_allowed
+    assert merged.non_idempotent == evidence
+    markdown = (tmp_path / "a" / "verdict.md").read_text(encoding="utf-8")
+    assert "| 0/2 | 8/8 |" in markdown

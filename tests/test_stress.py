@@ -22,7 +22,9 @@ from typing import Any
 import pytest
 
 from flakewarden.model import RunReport
-from flakewarden.verdict import Arm, Verdict, merge_verdicts, read_verdict, write_verdict
+from flakewarden.verdict import Arm, Verdict, read_verdict
+from flakewarden.verdict_merge import merge_verdicts
+from flakewarden.verdict_render import write_verdict
 
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:randomly"]
 
@@ -377,6 +379,39 @@ def test_seed_dependent_test_names_a_seed_that_reproduces(tmp_path: Path) -> Non
         text=True,
     )
     assert again.returncode == 1, again.stdout
+
+
+@pytest.mark.usefixtures("one_stress_at_a_time")
+def test_failing_without_pytest_randomly_but_passing_under_some_seeds_is_seed_dependent(
+    tmp_path: Path,
+) -> None:
+    # Like lithoxyl's test_acc_random: the module seeds the global random at import, so
+    # with pytest-randomly disabled every fresh run draws the same failing value. That is
+    # one more fixed seed, not a real break: pytest-randomly's seeds decide the outcome.
+    project = make_project(
+        tmp_path / "seeded",
+        {
+            "test_draw.py": """
+                import random
+
+                random.seed(1)
+
+
+                def test_draw_is_large_enough():
+                    assert random.random() >= 0.3
+                """
+        },
+    )
+    test_id = "test_draw.py::test_draw_is_large_enough"
+    command = [sys.executable, "-m", "pytest"]  # pytest-randomly in use
+    result, data = stress(project, test_id, "--runs", "20", command=command)
+    assert result.returncode == 0, result.stderr
+    fresh = arm(data, "isolation", "baseline")
+    assert fresh["failures"] == fresh["runs"] == 10
+    assert data["verdict"] == "seed-dependent", data["reason"]
+    assert data["quarantine_allowed"] is True
+    bad = arm(data, "seed", f"seed={data['seed']}")
+    assert bad["failures"] == bad["runs"] > 0
 
 
 def test_deterministic_failure_is_decided_within_ten_runs(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ VERDICTS = (
     "race",
     "order-dependent",
     "seed-dependent",
+    "non-idempotent",
     "flaky",
     "not-reproducible",
     "error",

@@ -4,14 +4,20 @@ The phases, in order, each one only when the previous ones left the question ope
 
 1. probe: the user's command once, selecting the test: can it run at all, is
    pytest-randomly in use, what did pytest parse as positional arguments.
-2. isolation: fixed order and seed; every one of the first runs failing is a
-   real break (``deterministic``), decided early.
-3. order (``--order-from``, isolation clean): replay the test's predecessors in
-   the recorded order and bisect to the polluter.
+2. isolation: fixed order and seed, one run in each of 10 fresh processes;
+   every one of them failing is a real break (``deterministic``), decided
+   early. Then a few processes repeat it in-process: a test that passes its
+   first run and fails its repeats leaks state into itself (non-idempotent),
+   and no later phase repeats it in-process.
+3. order (``--order-from``, fresh runs clean): replay the test's predecessors
+   in the recorded order and bisect to the polluter.
 4. seed (pytest-randomly in use): sweep seeds, then confirm that a failing seed
-   fails every time and a passing seed never does.
+   fails every time and a passing seed never does; one run per process.
 5. timing: interleaved rounds of baseline, switch interval 1e-5 and CPU burners
    at 1x and 2x the cores, compared with a group-sequential rule (``stats``).
+
+A found cause (order, seed, race) is the verdict, with any non-idempotence
+noted; with none found, a non-idempotent test's verdict is ``non-idempotent``.
 
 Each run's outcome comes from the plugin's per-test records, never from an
 exit code: a collection or plugin error is not a test failure.
@@ -23,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from . import pytest_args
+from . import pytest_args, stats
 from .errors import UsageError
 from .model import AttemptOutcome, first_line
 from .process import plugin_dir, resolve_executable
@@ -35,8 +41,9 @@ from .verdict import DETERMINISTIC, ERROR, Arm, Failure, Verdict
 
 __all__ = ["Stress", "StressOptions"]
 
-ISOLATION_PROCESSES = 2
-ISOLATION_REPEAT = 5
+ISOLATION_PROCESSES = 10  # fresh processes, one run each
+REPEAT_PROCESSES = 2  # then processes that repeat the test in-process
+REPEAT_RUNS = 5
 
 
 class Stress(Runner):
@@ -55,20 +62,34 @@ class Stress(Runner):
         if broken is not None:
             return broken
         isolation = self._isolation()
-        if isolation.runs and isolation.failures == isolation.runs:
+        assert self.probe is not None and self.probe.config is not None
+        randomly = self.probe.config.get("randomly_seed") is not None
+        all_failed = bool(isolation.runs) and isolation.failures == isolation.runs
+        swept = False
+        if all_failed and randomly:
+            # Without pytest-randomly the random state is one more fixed seed: a test
+            # that some seed makes pass is seed-dependent, or at least not a real break.
+            swept = True
+            found = seed_phase(self)
+            if found is not None:
+                return found
+            sweep = next(a for a in self.arms if a.phase == "seed" and a.knob == "sweep")
+            all_failed = sweep.failures == sweep.runs
+        if all_failed:
             return self.verdict(
                 DETERMINISTIC,
                 f"failed all {isolation.runs} of its first runs in {isolation.processes} fresh "
-                "processes, in a fixed order and seed: a real break, not a flake",
-                f"deterministic: every one of the first {ISOLATION_PROCESSES} x "
-                f"{ISOLATION_REPEAT} isolated runs failed",
+                "processes, in a fixed order and seed: a real break, not a flake"
+                + ("; every pytest-randomly seed tried failed too" if swept else ""),
+                f"deterministic: every one of the first {ISOLATION_PROCESSES} isolated runs, "
+                "one per fresh process, failed",
             )
+        self._repeats(isolation)
         if self.options.order_from is not None and isolation.failures == 0:
             found = order_phase(self)
             if found is not None:
                 return found
-        assert self.probe is not None and self.probe.config is not None
-        if self.probe.config.get("randomly_seed") is not None:
+        if randomly and not swept:
             found = seed_phase(self)
             if found is not None:
                 return found
@@ -130,15 +151,10 @@ class Stress(Runner):
         return None
 
     def _isolation(self) -> Arm:
-        self.say(f"isolation: {ISOLATION_PROCESSES} processes x {ISOLATION_REPEAT} runs")
-        arm = Arm(
-            "isolation",
-            "baseline",
-            repeat=ISOLATION_REPEAT,
-            command=self.reproduce([self.options.test_id]),
-        )
+        self.say(f"isolation: {ISOLATION_PROCESSES} fresh processes x 1 run")
+        arm = Arm("isolation", "baseline", command=self.reproduce([self.options.test_id]))
         jobs = [
-            Job("isolation", "baseline", [self.options.test_id], ISOLATION_REPEAT, NO_RANDOMLY)
+            Job("isolation", "baseline", [self.options.test_id], 1, NO_RANDOMLY)
             for _ in range(ISOLATION_PROCESSES)
         ]
         # Half the cores at most, like the timing phase's baseline: a timing-sensitive
@@ -146,3 +162,52 @@ class Stress(Runner):
         self.tally(arm, self.run_jobs(jobs, max(1, self.options.cores // 2)))
         self.arms.append(arm)
         return arm
+
+    def _repeats(self, isolation: Arm) -> None:
+        """Repeat the test in-process and record whether it leaks state into itself.
+
+        Non-idempotent: the repeats fail significantly more often than the
+        first runs of fresh processes (one-sided Fisher, p < alpha) and some
+        process passed its first run and then failed a repeat.
+        """
+        self.say(f"isolation: {REPEAT_PROCESSES} processes x {REPEAT_RUNS} in-process repeats")
+        arm = Arm(
+            "isolation",
+            "in-process",
+            repeat=REPEAT_RUNS,
+            command=self.reproduce([self.options.test_id]),
+        )
+        job = Job("isolation", "in-process", [self.options.test_id], REPEAT_RUNS, NO_RANDOMLY)
+        results = self.run_jobs([job] * REPEAT_PROCESSES, max(1, self.options.cores // 2))
+        self.tally(arm, results)
+        self.arms.append(arm)
+        first_runs = isolation.first_runs + arm.first_runs
+        first_failures = isolation.first_failures + arm.first_failures
+        p = stats.fisher_greater(first_failures, first_runs, arm.repeat_failures, arm.repeat_runs)
+        arm.p_value = p
+        leaked = sum(
+            1
+            for result in results
+            if any(r.iteration == 0 and not r.outcome.is_failure for r in result.records)
+            and (
+                result.died or any(r.iteration > 0 and r.outcome.is_failure for r in result.records)
+            )
+        )
+        if not (p < stats.ALPHA and leaked):
+            return
+        self.non_idempotent = {
+            "first_runs": first_runs,
+            "first_failures": first_failures,
+            "repeat_runs": arm.repeat_runs,
+            "repeat_failures": arm.repeat_failures,
+            "processes_passed_first_then_failed": leaked,
+            "p_value": p,
+            "rule": "one-sided Fisher exact test of in-process repeats against first runs "
+            f"in a process, p = {p:.3g} < {stats.ALPHA}",
+        }
+        self.notes.append(
+            f"non-idempotent: it passed {first_runs - first_failures}/{first_runs} first runs "
+            f"in a process but failed {arm.repeat_failures}/{arm.repeat_runs} in-process "
+            f"repeats (p = {p:.3g}): it leaks state into itself, so every later process "
+            "runs it once"
+        )

@@ -3,7 +3,9 @@
 Order: replay the predecessors from the recorded run order, bisect to the
 polluter, and confirm the pair against isolation with a one-sided Fisher test.
 Seed: sweep seeds, then require a failing seed to fail every confirmation run
-and a passing seed to pass every one.
+and a passing seed to pass every one. Both run the test once per process, so a
+test that leaks state into itself is judged on its first runs only; a found
+cause is the verdict, with any non-idempotence noted.
 """
 
 from __future__ import annotations
@@ -18,10 +20,20 @@ from .stress_runs import NO_RANDOMLY, Job, Runner
 from .verdict import ORDER_DEPENDENT, SEED_DEPENDENT, Arm, Verdict
 
 SEEDS_TO_SWEEP = 20
-SEED_REPEAT = 2
-SEED_CONFIRM_PROCESSES = 4
+SEED_CONFIRM_PROCESSES = 8  # fresh processes per confirmed seed, one run each
 ORDER_REPLAYS = 2
 ORDER_CONFIRM = 5
+
+
+def also_non_idempotent(stress: Runner) -> str:
+    """The clause a found cause's reason gets when the test also leaks state into itself."""
+    evidence = stress.non_idempotent
+    if not evidence:
+        return ""
+    return (
+        f"; it is also non-idempotent (failed {evidence['repeat_failures']}/"
+        f"{evidence['repeat_runs']} in-process repeats after passing its first run)"
+    )
 
 
 def order_phase(stress: Runner) -> Optional[Verdict]:
@@ -86,7 +98,8 @@ def order_phase(stress: Runner) -> Optional[Verdict]:
         return stress.verdict(
             ORDER_DEPENDENT,
             f"passes alone ({isolation.failures}/{isolation.runs} failures) but failed "
-            f"{confirm.failures}/{confirm.runs} times right after {polluter}",
+            f"{confirm.failures}/{confirm.runs} times right after {polluter}"
+            + also_non_idempotent(stress),
             "order-dependent: one-sided Fisher exact test of failures right after the "
             f"polluter against isolation, p = {p:.3g} < {stats.ALPHA}",
             polluter=polluter,
@@ -107,18 +120,16 @@ def _fails_after(stress: Runner, before: Sequence[str], arm: Arm, processes: int
     return arm.failures > failures
 
 
-def _seed_jobs(stress: Runner, seed: int, processes: int, repeat: int) -> list[Job]:
+def _seed_jobs(stress: Runner, seed: int, processes: int) -> list[Job]:
     args = ["-p", "randomly", f"--randomly-seed={seed}"]
-    return [
-        Job("seed", str(seed), [stress.options.test_id], repeat, args) for _ in range(processes)
-    ]
+    return [Job("seed", str(seed), [stress.options.test_id], 1, args) for _ in range(processes)]
 
 
 def seed_phase(stress: Runner) -> Optional[Verdict]:
     stress.say(f"seed: sweeping {SEEDS_TO_SWEEP} pytest-randomly seeds")
     seeds = list(range(1, SEEDS_TO_SWEEP + 1))
-    jobs = [job for seed in seeds for job in _seed_jobs(stress, seed, 1, SEED_REPEAT)]
-    sweep = Arm("seed", "sweep", repeat=SEED_REPEAT)
+    jobs = [job for seed in seeds for job in _seed_jobs(stress, seed, 1)]
+    sweep = Arm("seed", "sweep")
     results = stress.run_jobs(jobs, stress.options.cores)
     stress.tally(sweep, results)
     stress.arms.append(sweep)
@@ -140,19 +151,17 @@ def seed_phase(stress: Runner) -> Optional[Verdict]:
     bad_arm = Arm(
         "seed",
         f"seed={bad}",
-        repeat=SEED_REPEAT,
         command=stress.reproduce([stress.options.test_id], seed=bad),
     )
     good_arm = Arm(
         "seed",
         f"seed={good}",
-        repeat=SEED_REPEAT,
         command=stress.reproduce([stress.options.test_id], seed=good),
     )
     confirm = stress.run_jobs(
         [
-            *_seed_jobs(stress, bad, SEED_CONFIRM_PROCESSES, SEED_REPEAT),
-            *_seed_jobs(stress, good, SEED_CONFIRM_PROCESSES, SEED_REPEAT),
+            *_seed_jobs(stress, bad, SEED_CONFIRM_PROCESSES),
+            *_seed_jobs(stress, good, SEED_CONFIRM_PROCESSES),
         ],
         stress.options.cores,
     )
@@ -176,7 +185,7 @@ def seed_phase(stress: Runner) -> Optional[Verdict]:
             SEED_DEPENDENT,
             f"failed under {len(failing)} of {len(seeds)} pytest-randomly seeds; seed {bad} "
             f"failed {bad_arm.failures}/{bad_arm.runs} runs in fresh processes and seed "
-            f"{good} passed all {good_arm.runs}",
+            f"{good} passed all {good_arm.runs}" + also_non_idempotent(stress),
             "seed-dependent: a failing seed failed every confirmation run and a passing "
             f"seed passed every one (one-sided Fisher p = {p:.3g} < {stats.ALPHA})",
             seed=bad,

@@ -128,6 +128,8 @@ class Runner:
         self.probe: Optional[ProcessResults] = None
         self.split: Optional[pytest_args.PytestCommand] = None
         self.positionals: list[str] = []
+        # Set when the test leaks state into itself: every later process runs it once.
+        self.non_idempotent: dict[str, object] = {}
 
     # -- plumbing ---------------------------------------------------------------
 
@@ -204,7 +206,11 @@ class Runner:
         return out
 
     def tally(self, arm: Arm, results: Sequence[JobResult]) -> None:
-        """Add each finished run to ``arm``; a process that died mid-test counts one failure."""
+        """Add each finished run to ``arm``; a process that died mid-test counts one failure.
+
+        A run is a first run when it was the process's first iteration of the
+        test, else an in-process repeat; the arm counts them apart.
+        """
         for result in results:
             arm.processes += 1
             for record in result.records:
@@ -212,14 +218,14 @@ class Runner:
                 if outcome == AttemptOutcome.SKIPPED:
                     arm.skipped += 1
                     continue
-                arm.add(outcome.is_failure)
+                arm.add(outcome.is_failure, first=record.iteration == 0)
                 if outcome.is_failure:
                     self._remember(
                         result, record.iteration, first_line(record.longrepr), record.longrepr
                     )
             if result.died:
                 arm.crashed += 1
-                arm.add(True)
+                arm.add(True, first=not result.records)
                 why = "timed out" if result.timed_out else f"exited with {result.exit_code}"
                 tail = log_tail(result.directory / "output.log")
                 self._remember(result, len(result.records), f"the process {why} mid-test", tail)
@@ -281,6 +287,7 @@ class Runner:
             duration=self.elapsed(),
             version=__version__,
             notes=self.notes,
+            non_idempotent=dict(self.non_idempotent),
         )
         for key, value in fields.items():
             setattr(result, key, value)

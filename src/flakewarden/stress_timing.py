@@ -4,6 +4,10 @@ Every round runs each arm once in a fresh process (baseline, switch interval
 1e-5, CPU burners at 1x and 2x the cores), rotating their order so that drift
 in the machine's load hits every arm alike. After each round each knob is
 compared with the baseline (``stats.SequentialPlan``).
+
+A test that leaks state into itself (``Runner.non_idempotent``) is never
+repeated in-process here: each round runs the same number of runs per arm, as
+that many fresh processes of one run each.
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ import math
 from typing import Callable
 
 from . import stats
+from .stress_causes import also_non_idempotent
 from .stress_runs import NO_RANDOMLY, SWITCH_INTERVAL, Job, Runner
-from .verdict import FLAKY, KNOB_DESCRIPTIONS, NOT_REPRODUCIBLE, RACE, Arm, Verdict
+from .verdict import FLAKY, KNOB_DESCRIPTIONS, NON_IDEMPOTENT, NOT_REPRODUCIBLE, RACE, Arm, Verdict
 
 MAX_REPEAT = 20
 MIN_REPEAT = 5
@@ -25,23 +30,33 @@ def timing_phase(stress: Runner, isolation: Arm) -> Verdict:
     repeat = int(min(MAX_REPEAT, max(MIN_REPEAT, TARGET_PROCESS_SECONDS / stress.test_seconds)))
     repeat = min(repeat, max(1, options.runs))
     rounds = max(1, math.ceil(options.runs / repeat))
+    # Runs per round per arm stay ``repeat``; a non-idempotent test gets them from as
+    # many fresh processes of one run each.
+    fresh_only = bool(stress.non_idempotent)
+    per_process, processes = (1, repeat) if fresh_only else (repeat, 1)
     plan = stats.SequentialPlan(looks=rounds)
     test_id = [options.test_id]
     knobs = ["switch-interval", "burn-1x", "burn-2x"]
     arms = {
-        name: Arm("timing", name, repeat=repeat, command=stress.reproduce(test_id, knob=name))
+        name: Arm("timing", name, repeat=per_process, command=stress.reproduce(test_id, knob=name))
         for name in ["baseline", *knobs]
     }
     stress.arms.extend(arms.values())
     cores = options.cores
     steps: list[tuple[str, Callable[[], None]]] = [
-        ("unloaded", lambda: _unloaded_step(stress, arms, repeat)),
-        ("burn-1x", lambda: _burn_step(stress, arms["burn-1x"], repeat, cores)),
-        ("burn-2x", lambda: _burn_step(stress, arms["burn-2x"], repeat, 2 * cores)),
+        ("unloaded", lambda: _unloaded_step(stress, arms, per_process, processes)),
+        ("burn-1x", lambda: _burn_step(stress, arms["burn-1x"], per_process, processes, cores)),
+        (
+            "burn-2x",
+            lambda: _burn_step(stress, arms["burn-2x"], per_process, processes, 2 * cores),
+        ),
     ]
     significant: list[str] = []
     looks = 0
-    stress.say(f"timing: up to {rounds} interleaved rounds of {repeat} runs per knob")
+    stress.say(
+        f"timing: up to {rounds} interleaved rounds of {repeat} runs per knob"
+        + (" (fresh processes only: the test is non-idempotent)" if fresh_only else "")
+    )
     for round_number in range(rounds):
         if stress.over_budget():
             stress.notes.append(
@@ -72,7 +87,8 @@ def timing_phase(stress: Runner, isolation: Arm) -> Verdict:
         "alpha_per_look": plan.alpha_per_look,
         "looks_planned": rounds,
         "looks_taken": looks,
-        "runs_per_process": repeat,
+        "runs_per_process": per_process,
+        "processes_per_arm_per_round": processes,
         "intervals": "two-sided 95% Clopper-Pearson; upper bounds one-sided 95%",
     }
     if significant:
@@ -83,7 +99,8 @@ def timing_phase(stress: Runner, isolation: Arm) -> Verdict:
             RACE,
             f"the failure rate climbs under {knob} ({KNOB_DESCRIPTIONS[knob]}): "
             f"{arm.failures}/{arm.runs} against {base.failures}/{base.runs} at baseline"
-            + (f"; also significant: {', '.join(others)}" if others else ""),
+            + (f"; also significant: {', '.join(others)}" if others else "")
+            + also_non_idempotent(stress),
             f"race: Holm-adjusted one-sided Fisher p = {arm.p_adjusted:.3g} < "
             f"{plan.alpha_per_look:.4g} (alpha {plan.alpha:g} over {rounds} planned looks) "
             f"at look {looks}",
@@ -91,8 +108,10 @@ def timing_phase(stress: Runner, isolation: Arm) -> Verdict:
             statistics=statistics,
         )
     timing_arms = list(arms.values())
-    failures = sum(a.failures for a in stress.arms)
     runs = sum(a.runs for a in stress.arms)
+    # A non-idempotent test's in-process repeats fail by its known cause: only first
+    # runs in a process speak for any other failure.
+    failures = sum(a.first_failures if fresh_only else a.failures for a in stress.arms)
     tried = ", ".join(a.knob for a in timing_arms)
     smallest = min((arms[k].p_adjusted or 1.0 for k in knobs), default=1.0)
     if failures:
@@ -104,6 +123,8 @@ def timing_phase(stress: Runner, isolation: Arm) -> Verdict:
             f"{plan.alpha_per_look:.4g} in {looks} looks",
             statistics=statistics,
         )
+    if fresh_only:
+        return _non_idempotent(stress, runs - sum(a.repeat_runs for a in stress.arms), statistics)
     pooled = stats.upper_bound(0, runs)
     per_knob = "; ".join(f"{a.knob} < {100 * a.upper:.2f}% ({a.runs} runs)" for a in timing_arms)
     phases = ["isolation", "timing"]
@@ -121,14 +142,29 @@ def timing_phase(stress: Runner, isolation: Arm) -> Verdict:
     )
 
 
-def _unloaded_step(stress: Runner, arms: dict[str, Arm], repeat: int) -> None:
+def _non_idempotent(stress: Runner, first_runs: int, statistics: dict[str, object]) -> Verdict:
+    evidence = stress.non_idempotent
+    return stress.verdict(
+        NON_IDEMPOTENT,
+        f"it leaks state into itself: it passed all {first_runs} of its first runs in a "
+        f"process (isolation, timing knobs in fresh processes"
+        + (", order" if any(a.phase == "order" for a in stress.arms) else "")
+        + (", seeds" if any(a.phase == "seed" for a in stress.arms) else "")
+        + f") but failed {evidence['repeat_failures']}/{evidence['repeat_runs']} in-process "
+        "repeats; no order, seed or timing cause was found",
+        f"non-idempotent: {evidence['rule']}, and no first run in a process failed",
+        statistics=statistics,
+    )
+
+
+def _unloaded_step(stress: Runner, arms: dict[str, Arm], repeat: int, processes: int) -> None:
     """Baseline and switch-interval processes, leaving half the cores idle.
 
     Running more at once would load the machine and raise the baseline's
     rate for exactly the timing-sensitive tests the burners are meant to
     expose, so the unloaded arms only use up to half of the cores.
     """
-    per_arm = max(1, stress.options.cores // 4)
+    per_arm = max(1, stress.options.cores // 4) * processes
     test_id = [stress.options.test_id]
     jobs = [Job("timing", "baseline", test_id, repeat, NO_RANDOMLY) for _ in range(per_arm)]
     jobs += [
@@ -147,7 +183,7 @@ def _unloaded_step(stress: Runner, arms: dict[str, Arm], repeat: int) -> None:
     stress.tally(arms["switch-interval"], results[per_arm:])
 
 
-def _burn_step(stress: Runner, arm: Arm, repeat: int, count: int) -> None:
-    """One test process while ``count`` burners hold the cores."""
+def _burn_step(stress: Runner, arm: Arm, repeat: int, processes: int, count: int) -> None:
+    """``processes`` test processes, one at a time, while ``count`` burners hold the cores."""
     job = Job("timing", arm.knob, [stress.options.test_id], repeat, NO_RANDOMLY)
-    stress.tally(arm, stress.run_jobs([job], 1, burn=count))
+    stress.tally(arm, stress.run_jobs([job] * processes, 1, burn=count))

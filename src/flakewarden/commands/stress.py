@@ -15,15 +15,9 @@ from ..github_api import GitHubClient
 from ..model import ExitCode
 from ..process import Interrupted
 from ..stress import Stress, StressOptions
-from ..verdict import (
-    ERROR,
-    RACE,
-    Verdict,
-    merge_verdicts,
-    read_verdict,
-    text_chart,
-    write_verdict,
-)
+from ..verdict import ERROR, RACE, Verdict, read_verdict
+from ..verdict_merge import merge_verdicts
+from ..verdict_render import text_chart, write_verdict
 from .argtypes import number, whole_number
 from .issues import add_github_options, warn
 

@@ -1,0 +1,131 @@
+"""The real-world corpus: which projects, at which pinned version, run how.
+
+Each entry names a PyPI source distribution, the packages its suite needs, and the
+pytest arguments its own configuration (tox.ini, CI) runs it with. The suites are
+downloaded at run time by ``sdist.fetch``; nothing of them lives in this repository.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+# The tools every project's venv gets, pinned so two corpus runs measure the same thing.
+TOOLS = (
+    "pytest==9.2.0",
+    "pytest-xdist==3.8.0",
+    "pytest-randomly==5.1.0",
+    "pytest-cov==7.1.0",
+    "coverage==7.17.5",
+)
+
+
+class Project(NamedTuple):
+    """One suite of the corpus."""
+
+    name: str
+    version: str
+    shape: str  # what this project brings that the others do not
+    deps: tuple[str, ...] = ()  # what its test suite needs besides the tools
+    install: bool = True  # pip install -e the project itself (src layouts need it)
+    args: tuple[str, ...] = ()  # pytest arguments its own configuration runs it with
+    flaky: str = ""  # prefer a test whose id contains this for the injected failure
+    ci: tuple[str, ...] = ()  # the scenarios tests/test_realworld.py runs on it in CI
+
+
+PROJECTS: tuple[Project, ...] = (
+    Project(
+        "six",
+        "1.17.0",
+        "one module beside one test file, no coverage config, no install",
+        install=False,
+        flaky="test_move_items[",
+        ci=("counts", "xdist", "randomly", "coverage", "pytest-cov", "flaky"),
+    ),
+    Project(
+        "packaging",
+        "24.2",
+        "src layout, heavy parametrization (thousands of ids), own coverage config (branch)",
+        deps=("pretend",),
+        args=("tests",),
+        flaky="[",
+    ),
+    Project(
+        "idna",
+        "3.10",
+        "unittest.TestCase classes, no coverage config",
+        args=("tests",),
+        flaky="::",
+        ci=("counts", "xdist", "coverage", "flaky"),
+    ),
+    Project(
+        "more-itertools",
+        "10.5.0",
+        "unittest classes plus doctests (--doctest-modules over the package)",
+        args=("--doctest-modules", "more_itertools", "tests"),
+        flaky="more_itertools/more.py::",
+    ),
+    Project(
+        "boltons",
+        "24.1.0",
+        "doctests (--doctest-modules, its tox command), pytest.ini doctest flags",
+        args=("--doctest-modules", "boltons", "tests"),
+        flaky="boltons/strutils.py::",
+    ),
+    Project(
+        "toolz",
+        "1.0.0",
+        "doctests over the package, tests inside the package, coverage config with "
+        "source and omit in setup.cfg",
+        args=("--doctest-modules", "toolz"),
+        flaky="toolz/itertoolz.py::",
+    ),
+    Project(
+        "cachetools",
+        "5.5.0",
+        "src layout, unittest mixin classes, no coverage config",
+        args=("tests",),
+        flaky="::",
+        ci=("counts", "xdist", "coverage", "flaky"),
+    ),
+    Project(
+        "itsdangerous",
+        "2.2.0",
+        "src layout, test classes with fixtures and parametrization, freezegun",
+        deps=("freezegun",),
+        flaky="[",
+    ),
+    Project(
+        "pluggy",
+        "1.5.0",
+        "src layout, conftest fixtures used across modules, filterwarnings=error, "
+        ".coveragerc with include and [paths]",
+        flaky="[",
+    ),
+    Project(
+        "attrs",
+        "24.2.0",
+        "runs under pytest-xdist (its tox: -n auto), root conftest, hypothesis, "
+        "xfail_strict, coverage config with parallel and source_pkgs",
+        deps=("hypothesis", "pympler", "cloudpickle"),
+        args=("-n", "2", "--dist", "loadfile"),
+        flaky="[",
+    ),
+    Project(
+        "apig-wsgi",
+        "2.19.0",
+        "pytest-randomly in its dev requirements, src layout, --strict-config, "
+        "coverage config with branch, parallel and source",
+        flaky="::",
+    ),
+)
+
+
+def by_name(names: list[str]) -> list[Project]:
+    """The projects called ``names``, in the order given; an unknown name is an error."""
+    known = {p.name: p for p in PROJECTS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(
+            f"corpus: unknown project(s) {', '.join(unknown)}; known: {', '.join(known)}"
+        )
+    return [known[n] for n in names]

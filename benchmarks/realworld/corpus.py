@@ -16,7 +16,9 @@ Exit status 1 when any check differs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
+import json
 import platform
 import sys
 import time
@@ -43,6 +45,12 @@ def main(argv: list[str] | None = None) -> int:
         help="write the results table (default corpus.md "
         "beside this script when every project and scenario ran)",
     )
+    parser.add_argument(
+        "--table-only",
+        action="store_true",
+        help="run nothing: write the table from each project's last full result "
+        "(WORK/results/NAME-VERSION.json)",
+    )
     args = parser.parse_args(argv)
     chosen: list[Project] = list(PROJECTS)
     if args.projects:
@@ -50,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.subset == "ci":
         chosen = [p for p in chosen if p.ci]
     wanted = args.scenarios or list(scenarios.SCENARIOS)
-    rows = []
+    rows: list[Row] = []
     failed = 0
-    for project in chosen:
+    for project in [] if args.table_only else chosen:
         started = time.monotonic()
         print(f"== {project.name} {project.version}", flush=True)
         try:
@@ -73,14 +81,42 @@ def main(argv: list[str] | None = None) -> int:
             )
             failed += not check.ok
         rows.append((project, checks, time.monotonic() - started, ""))
+        if args.scenarios is None:
+            save(args.work, project, checks, time.monotonic() - started)
     target = args.write
-    if target is None and args.projects is None and args.subset is None and args.scenarios is None:
+    if target is None and (args.table_only or not (args.projects or args.subset or args.scenarios)):
         target = HERE / "corpus.md"
+    if args.table_only:
+        rows = [load(args.work, project) for project in chosen]
     if target is not None:
         target.write_text(table(rows), encoding="utf-8")
         print(f"results written to {target}")
     print(f"{failed} difference(s)" if failed else "every check agrees")
     return 1 if failed else 0
+
+
+Row = tuple[Project, "list[scenarios.Check] | None", float, str]
+
+
+def _result_file(work: Path, project: Project) -> Path:
+    return work / "results" / f"{project.name}-{project.version}.json"
+
+
+def save(work: Path, project: Project, checks: list[scenarios.Check], seconds: float) -> None:
+    """Keep a project's full result, so the table can be written from separate runs."""
+    path = _result_file(work, project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"seconds": seconds, "checks": [dataclasses.asdict(c) for c in checks]}
+    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+
+
+def load(work: Path, project: Project) -> Row:
+    path = _result_file(work, project)
+    if not path.exists():
+        return (project, None, 0.0, f"no full result in {path}: run it first")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    checks = [scenarios.Check(**c) for c in data["checks"]]
+    return (project, checks, float(data["seconds"]), "")
 
 
 def _counts(value: object) -> str:
@@ -90,7 +126,7 @@ def _counts(value: object) -> str:
     return ", ".join(shown) or "none"
 
 
-def table(rows: list[tuple[Project, list[scenarios.Check] | None, float, str]]) -> str:
+def table(rows: list[Row]) -> str:
     """The results as Markdown: one row per project and scenario."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [

@@ -84,6 +84,16 @@ def attempt_counts(report_dir: Path, attempt: int = 1) -> dict[str, int]:
     return dict(counts)
 
 
+def extra_call_reports(report_dir: Path, attempt: int = 1) -> int:
+    """Call-phase reports beyond one per test: subtests, which the records do not mark."""
+    extra = 0
+    for record in read_jsonl(report_dir / "attempts" / str(attempt) / "results.jsonl"):
+        if record["kind"] == "test":
+            calls = sum(1 for phase in record["phases"] if phase["when"] == "call")
+            extra += max(0, calls - 1)
+    return extra
+
+
 def attempt_config(report_dir: Path, attempt: int) -> dict[str, Any]:
     for record in read_jsonl(report_dir / "attempts" / str(attempt) / "results.jsonl"):
         if record["kind"] == "config":

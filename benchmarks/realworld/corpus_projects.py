@@ -55,21 +55,27 @@ PROJECTS: tuple[Project, ...] = (
         "unittest.TestCase classes, no coverage config",
         args=("tests",),
         flaky="::",
-        ci=("counts", "xdist", "coverage", "flaky"),
     ),
     Project(
         "more-itertools",
         "10.5.0",
-        "unittest classes plus doctests (--doctest-modules over the package)",
-        args=("--doctest-modules", "more_itertools", "tests"),
+        "unittest classes plus doctests (--doctest-modules over the package and tests; "
+        "one docstring in tests/ is not meant as a doctest and is deselected by id)",
+        args=(
+            "--doctest-modules",
+            "more_itertools",
+            "tests",
+            "--deselect",
+            "tests/test_more.py::tests.test_more.IterOnlyRange",
+        ),
         flaky="more_itertools/more.py::",
     ),
     Project(
-        "boltons",
-        "24.1.0",
-        "doctests (--doctest-modules, its tox command), pytest.ini doctest flags",
-        args=("--doctest-modules", "boltons", "tests"),
-        flaky="boltons/strutils.py::",
+        "click",
+        "8.1.8",
+        "src layout, a conftest fixture (runner) used by nearly every module, "
+        "parametrized CLI tests",
+        flaky="[",
     ),
     Project(
         "toolz",
@@ -78,6 +84,7 @@ PROJECTS: tuple[Project, ...] = (
         "source and omit in setup.cfg",
         args=("--doctest-modules", "toolz"),
         flaky="toolz/itertoolz.py::",
+        ci=("counts", "coverage", "pytest-cov", "flaky"),
     ),
     Project(
         "cachetools",
@@ -116,6 +123,22 @@ PROJECTS: tuple[Project, ...] = (
         "pytest-randomly in its dev requirements, src layout, --strict-config, "
         "coverage config with branch, parallel and source",
         flaky="::",
+    ),
+)
+
+
+# Tried and replaced, with the reason; the results table names them.
+REPLACED: tuple[tuple[str, str], ...] = (
+    (
+        "boltons 24.1.0 (and 25.0.0)",
+        "its tests/conftest.py declares pytest_ignore_collect(path, config); pytest 9 removed "
+        "the path argument, so plain pytest stops with a PluginValidationError before "
+        "collecting: replaced by click 8.1.8",
+    ),
+    (
+        "iniconfig 2.1.0, tomli 2.2.1, sortedcontainers 2.4.0",
+        "their sdists ship no tests: the doctest and unittest shapes are covered by "
+        "more-itertools, toolz, idna and cachetools",
     ),
 )
 

@@ -143,6 +143,13 @@ def counts_check(p: Prepared, scenario: str, extra: Sequence[str]) -> Check:
     problems = []
     if counts.compared(plain) != counts.compared(recorded):
         problems.append("attempt 1's records differ from pytest's summary line")
+        extra_calls = counts.extra_call_reports(report_dir)
+        if extra_calls:
+            problems.append(
+                f"the records hold {extra_calls} call reports beyond one per test "
+                "(subtests, not marked as such); report.json folds them into "
+                f"{folded['passed']} passed, {folded['failed']} failed"
+            )
     reruns = len(data["attempts"]) - 1
     totals = data["totals"]
     if reruns:
@@ -224,9 +231,10 @@ def coverage_check(p: Prepared, scenario: str) -> Check:
         fw_options = ["-q", "--coverage"]
         fw_tail = pytest_command(p, "-p", "no:randomly")
     else:
-        plain_cmd = pytest_command(p, "-p", "no:randomly", "--cov", "--cov-report=")
+        # --cov last: its value is optional, so "--cov tests" would mean --cov=tests.
+        plain_cmd = [*pytest_command(p, "-p", "no:randomly"), "--cov"]
         fw_options = ["-q"]
-        fw_tail = pytest_command(p, "-p", "no:randomly", "--cov")
+        fw_tail = plain_cmd
     code, output, plain_s = run(plain_cmd, p.root)
     (p.work / f"{scenario}.plain.log").write_text(output)
     data_files = [f for f in p.root.glob(".coverage*") if f.is_file() and f.name != ".coveragerc"]

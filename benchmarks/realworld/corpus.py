@@ -26,7 +26,7 @@ from pathlib import Path
 
 import corpus_scenarios as scenarios
 import sdist
-from corpus_projects import PROJECTS, TOOLS, Project, by_name
+from corpus_projects import KNOWN_DIFFERENCES, PROJECTS, REPLACED, TOOLS, Project, by_name
 
 HERE = Path(__file__).resolve().parent
 WORK = sdist.DEFAULT_CACHE / "work"
@@ -156,6 +156,10 @@ def table(rows: list[Row]) -> str:
                 f"{first}| {check.scenario} | {plain} | {shown} | "
                 f"{'yes' if check.ok else '**no**'} | {time_s} | {note} |"
             )
+    lines += ["", "## Differences found, open", ""]
+    lines += [f"- **{what}**: {detail}." for what, detail in KNOWN_DIFFERENCES]
+    lines += ["", "## Projects tried and replaced", ""]
+    lines += [f"- **{what}**: {why}." for what, why in REPLACED]
     return "\n".join(lines) + "\n"
 
 

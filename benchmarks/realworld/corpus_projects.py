@@ -103,7 +103,7 @@ PROJECTS: tuple[Project, ...] = (
     ),
     Project(
         "pluggy",
-        "1.5.0",
+        "1.6.0",
         "src layout, conftest fixtures used across modules, filterwarnings=error, "
         ".coveragerc with include and [paths]",
         flaky="[",
@@ -136,9 +136,42 @@ REPLACED: tuple[tuple[str, str], ...] = (
         "collecting: replaced by click 8.1.8",
     ),
     (
+        "pluggy 1.5.0",
+        "pytest 9.2.0 needs pluggy>=1.6, so pip cannot install both: replaced by pluggy 1.6.0",
+    ),
+    (
         "iniconfig 2.1.0, tomli 2.2.1, sortedcontainers 2.4.0",
         "their sdists ship no tests: the doctest and unittest shapes are covered by "
         "more-itertools, toolz, idna and cachetools",
+    ),
+)
+
+
+# Differences the corpus found that are open, being fixed in flakewarden; each row of the
+# table that shows one says which.
+KNOWN_DIFFERENCES: tuple[tuple[str, str], ...] = (
+    (
+        "coverage without a configured source (open, being fixed)",
+        "six, idna, cachetools, more-itertools: `flakewarden run --coverage` and "
+        "`flakewarden run -- pytest --cov` exit 3 with 'cannot combine or report coverage: No "
+        "source for code: /tmp/flakewarden-plugin-*/flakewarden_pytest_plugin.py' while "
+        "`coverage run -m pytest` / `pytest --cov` exit 0 (six 78.37%, idna 87.85%, "
+        "cachetools 99.22%, more-itertools 99.55%): flakewarden's injected plugin is "
+        "measured and its folder is gone before the report",
+    ),
+    (
+        "merged total rounded before it is stored (open, being fixed)",
+        "toolz: report.json 99.0 against coverage.py 98.90; itsdangerous: 97.0 against "
+        "97.01 (both `--coverage` and `--cov`): the total is rounded to coverage's display "
+        "precision (0), then stored and shown with two decimals",
+    ),
+    (
+        "subtest reports in the records (open, being fixed)",
+        "more-itertools (`self.subTest`, pytest 9's built-in subtests): pytest prints "
+        "'815 passed ... 2332 subtests passed'; attempt 1's records hold 2332 more call "
+        "reports, not marked as subtests, so counted as pytest counts reports they read "
+        "3147 passed. report.json's per-test totals are right (815 passed); a failing "
+        "subtest could not be told from a passing one",
     ),
 )
 

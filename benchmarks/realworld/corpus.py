@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--table-only",
         action="store_true",
-        help="run nothing: write the table from each project's last full result "
+        help="run nothing: write the table from each project's last result per scenario "
         "(WORK/results/NAME-VERSION.json)",
     )
     args = parser.parse_args(argv)
@@ -81,8 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             failed += not check.ok
         rows.append((project, checks, time.monotonic() - started, ""))
-        if args.scenarios is None:
-            save(args.work, project, checks, time.monotonic() - started)
+        save(args.work, project, checks, time.monotonic() - started)
     target = args.write
     if target is None and (args.table_only or not (args.projects or args.subset or args.scenarios)):
         target = HERE / "corpus.md"
@@ -106,7 +105,16 @@ def save(work: Path, project: Project, checks: list[scenarios.Check], seconds: f
     """Keep a project's full result, so the table can be written from separate runs."""
     path = _result_file(work, project)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"seconds": seconds, "checks": [dataclasses.asdict(c) for c in checks]}
+    kept = []
+    if path.exists():
+        # A run of some scenarios replaces those and keeps the others' last results.
+        done = {c.scenario for c in checks}
+        kept = [c for c in json.loads(path.read_text())["checks"] if c["scenario"] not in done]
+    order = {name: i for i, name in enumerate(scenarios.SCENARIOS)}
+    merged = sorted(
+        kept + [dataclasses.asdict(c) for c in checks], key=lambda c: order[c["scenario"]]
+    )
+    data = {"seconds": seconds, "checks": merged}
     path.write_text(json.dumps(data, indent=1), encoding="utf-8")
 
 

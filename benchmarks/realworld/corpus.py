@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     if target is not None:
         target.write_text(table(rows), encoding="utf-8")
         print(f"results written to {target}")
-    print(f"{failed} difference(s)" if failed else "every check agrees")
+    if not args.table_only:
+        print(f"{failed} difference(s)" if failed else "every check agrees")
     return 1 if failed else 0
 
 

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             checks = scenarios.check_project(prepared, wanted)
         except (sdist.FetchError, OSError, ValueError, RuntimeError) as exc:
             print(f"   cannot run: {exc}", flush=True)
-            rows.append((project, None, time.monotonic() - started, str(exc)))
+            rows.append((project, None, time.monotonic() - started, f"cannot run: {exc}"))
             failed += 1
             continue
         for check in checks:
@@ -122,7 +122,7 @@ def save(work: Path, project: Project, checks: list[scenarios.Check], seconds: f
 def load(work: Path, project: Project) -> Row:
     path = _result_file(work, project)
     if not path.exists():
-        return (project, None, 0.0, f"no full result in {path}: run it first")
+        return (project, None, 0.0, f"not measured for this table (no {path.name} yet)")
     data = json.loads(path.read_text(encoding="utf-8"))
     checks = [scenarios.Check(**c) for c in data["checks"]]
     return (project, checks, float(data["seconds"]), "")
@@ -153,7 +153,7 @@ def table(rows: list[Row]) -> str:
     for project, checks, seconds, error in rows:
         head = f"| {project.name} | {project.version} | {project.shape} "
         if checks is None:
-            lines.append(f"{head}| - | - | - | no | {seconds:.0f} | cannot run: {error} |")
+            lines.append(f"{head}| - | - | - | no | {seconds:.0f} | {error} |")
             continue
         for index, check in enumerate(checks):
             first = head if index == 0 else "| | | "

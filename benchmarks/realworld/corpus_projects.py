@@ -152,11 +152,13 @@ REPLACED: tuple[tuple[str, str], ...] = (
 KNOWN_DIFFERENCES: tuple[tuple[str, str], ...] = (
     (
         "coverage without a configured source (open, being fixed)",
-        "six, idna, cachetools, more-itertools: `flakewarden run --coverage` and "
+        "six, idna, cachetools, more-itertools, packaging (its config sets only branch): "
+        "`flakewarden run --coverage` and "
         "`flakewarden run -- pytest --cov` exit 3 with 'cannot combine or report coverage: No "
         "source for code: /tmp/flakewarden-plugin-*/flakewarden_pytest_plugin.py' while "
         "`coverage run -m pytest` / `pytest --cov` exit 0 (six 78.37%, idna 87.85%, "
-        "cachetools 99.22%, more-itertools 99.55%): flakewarden's injected plugin is "
+        "cachetools 99.22%, more-itertools 99.55%, packaging 99.26%): flakewarden's "
+        "injected plugin is "
         "measured and its folder is gone before the report",
     ),
     (

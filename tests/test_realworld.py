@@ -1,0 +1,134 @@
+"""flakewarden against plain pytest and coverage.py on real projects from PyPI (the CI subset).
+
+The sources are downloaded at run time at pinned versions (``benchmarks/realworld``);
+CI reaches PyPI, so a failed download fails these tests rather than skipping them.
+The full corpus, with more projects and shapes, is ``python benchmarks/realworld/corpus.py``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "realworld"))
+
+import corpus_counts
+import corpus_scenarios
+import sdist
+from corpus_projects import PROJECTS
+
+pytestmark = pytest.mark.realworld
+
+SUBSET = [p for p in PROJECTS if p.ci]
+# Venvs are kept between runs (keyed by their requirements) so CI stays within its budget;
+# FLAKEWARDEN_CORPUS_CACHE moves them and the downloaded sources elsewhere.
+WORK = sdist.DEFAULT_CACHE / "test-work"
+
+
+@pytest.fixture(scope="module")
+def work() -> Iterator[Path]:
+    """The shared work directory, held by one test session at a time."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    with open(WORK / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield WORK
+
+
+@pytest.fixture(scope="module", params=SUBSET, ids=lambda p: p.name)
+def prepared(request: pytest.FixtureRequest, work: Path) -> corpus_scenarios.Prepared:
+    return corpus_scenarios.prepare(request.param, work)
+
+
+def test_pytest_summary_line_is_read_in_pytest_own_words() -> None:
+    output = "\n".join(
+        [
+            "FAILED t.py::x",
+            "= 1 failed, 197 passed, 2 skipped, 3 xfailed, 1 xpassed, 2 errors, 1 warning "
+            "in 2.14s (0:00:02) =",
+        ]
+    )
+    assert corpus_counts.summary_counts(output) == {
+        "passed": 197,
+        "failed": 1,
+        "skipped": 2,
+        "xfailed": 3,
+        "xpassed": 1,
+        "errors": 2,
+        "warnings": 1,
+    }
+    assert corpus_counts.summary_counts("==== no tests ran in 0.01s ====")["passed"] == 0
+    with pytest.raises(corpus_counts.NoSummary):
+        corpus_counts.summary_counts("Segmentation fault")
+
+
+def _assert_agrees(check: corpus_scenarios.Check) -> None:
+    assert check.ok, (
+        f"{check.scenario}: plain {check.plain} vs flakewarden {check.flakewarden}: {check.detail}"
+    )
+
+
+def _wants(prepared: corpus_scenarios.Prepared, scenario: str) -> None:
+    if scenario not in prepared.project.ci:
+        pytest.skip(f"{prepared.project.name}: {scenario} runs in the full corpus only")
+
+
+@pytest.fixture(scope="module")
+def green(prepared: corpus_scenarios.Prepared) -> corpus_scenarios.Check:
+    """The plain counts run, once per project: later checks compare against it."""
+    return corpus_scenarios.counts_check(prepared, "counts", ["-p", "no:randomly"])
+
+
+def test_counts_agree_with_pytest_summary_line(green: corpus_scenarios.Check) -> None:
+    _assert_agrees(green)
+    assert green.plain["passed"] > 20  # the suite really ran
+
+
+def test_counts_agree_under_xdist(prepared: corpus_scenarios.Prepared) -> None:
+    _wants(prepared, "xdist")
+    check = corpus_scenarios.counts_check(prepared, "xdist", ["-p", "no:randomly", "-n", "2"])
+    _assert_agrees(check)
+
+
+def test_counts_agree_under_randomly_seed(prepared: corpus_scenarios.Prepared) -> None:
+    _wants(prepared, "randomly")
+    seed = f"--randomly-seed={corpus_scenarios.SEED}"
+    _assert_agrees(corpus_scenarios.counts_check(prepared, "randomly", [seed]))
+
+
+# Known differences in coverage, being fixed; each mark is strict, so a fix un-marks it.
+COVERAGE_WITHOUT_SOURCE = pytest.mark.xfail(
+    strict=True,
+    reason="with no coverage source configured, flakewarden measures its own injected plugin "
+    "and cannot report it (exit 3: 'No source for code: .../flakewarden-plugin-*/"
+    "flakewarden_pytest_plugin.py'); being fixed",
+)
+ROUNDED_TOTAL = pytest.mark.xfail(
+    strict=True,
+    reason="the merged total is rounded to coverage's display precision (0) before it is "
+    "stored with two decimals (toolz: report.json 99.0, coverage.py 98.90); being fixed",
+)
+KNOWN_COVERAGE_BUGS = {"six": COVERAGE_WITHOUT_SOURCE, "cachetools": COVERAGE_WITHOUT_SOURCE}
+KNOWN_COVERAGE_BUGS["toolz"] = ROUNDED_TOTAL
+
+
+@pytest.mark.parametrize("scenario", ["coverage", "pytest-cov"])
+def test_coverage_total_equals_coverage_py(
+    prepared: corpus_scenarios.Prepared, scenario: str, request: pytest.FixtureRequest
+) -> None:
+    _wants(prepared, scenario)
+    known = KNOWN_COVERAGE_BUGS.get(prepared.project.name)
+    if known is not None:
+        request.applymarker(known)
+    _assert_agrees(corpus_scenarios.coverage_check(prepared, scenario))
+
+
+def test_test_failing_once_is_rerun_fresh_and_flaky(
+    prepared: corpus_scenarios.Prepared, green: corpus_scenarios.Check
+) -> None:
+    _wants(prepared, "flaky")
+    _assert_agrees(green)
+    _assert_agrees(corpus_scenarios.flaky_check(prepared, prepared.work / "counts"))

@@ -51,6 +51,7 @@ class PartRunner:
 
             extra = coverage_merge.attempt_env(where)
         env = plugin_env(self.plugin, results_file, select=select_file, extra=extra)
+        child: Optional[ChildResult] = None
         try:
             child = run_child(
                 command,
@@ -62,5 +63,18 @@ class PartRunner:
             )
         finally:
             results = read_results(results_file)
+            if child is not None and child.timed_out:
+                _blame_the_timeout(results)
             self.on_results(results)
+        assert child is not None  # run_child returned
         return Part(results, child, where)
+
+
+def _blame_the_timeout(results: ProcessResults) -> None:
+    """The timeout stopped a test that pytest then wrote as unfinished: it is the crash's.
+
+    A suite that turns SIGTERM into ``KeyboardInterrupt`` lets pytest end its session and
+    write the running test as ended mid-test; the hang is still that test's.
+    """
+    running = {start.id for start in results.running}
+    results.tests = [r for r in results.tests if not (r.unfinished and r.id in running)]

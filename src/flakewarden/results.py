@@ -83,7 +83,10 @@ def read_results(path: Path) -> ProcessResults:
                     results.config = data
                 elif kind == "test":
                     record = _worker_crash(TestRecord.from_json(data))
-                    running.pop(record.id, None)
+                    if not record.unfinished:
+                        # A test the session wrote as unfinished (it ended mid-test) is still
+                        # the one that was running, should the process turn out stopped.
+                        running.pop(record.id, None)
                     results.tests.append(record)
                 elif kind == "collected":
                     results.collected = [str(i) for i in data["ids"]]

@@ -99,30 +99,11 @@ def test_counts_agree_under_randomly_seed(prepared: corpus_scenarios.Prepared) -
     _assert_agrees(corpus_scenarios.counts_check(prepared, "randomly", [seed]))
 
 
-# Known differences in coverage, being fixed; each mark is strict, so a fix un-marks it.
-COVERAGE_WITHOUT_SOURCE = pytest.mark.xfail(
-    strict=True,
-    reason="with no coverage source configured, flakewarden measures its own injected plugin "
-    "and cannot report it (exit 3: 'No source for code: .../flakewarden-plugin-*/"
-    "flakewarden_pytest_plugin.py'); being fixed",
-)
-ROUNDED_TOTAL = pytest.mark.xfail(
-    strict=True,
-    reason="the merged total is rounded to coverage's display precision (0) before it is "
-    "stored with two decimals (toolz: report.json 99.0, coverage.py 98.90); being fixed",
-)
-KNOWN_COVERAGE_BUGS = {"six": COVERAGE_WITHOUT_SOURCE, "cachetools": COVERAGE_WITHOUT_SOURCE}
-KNOWN_COVERAGE_BUGS["toolz"] = ROUNDED_TOTAL
-
-
 @pytest.mark.parametrize("scenario", ["coverage", "pytest-cov"])
 def test_coverage_total_equals_coverage_py(
-    prepared: corpus_scenarios.Prepared, scenario: str, request: pytest.FixtureRequest
+    prepared: corpus_scenarios.Prepared, scenario: str
 ) -> None:
     _wants(prepared, scenario)
-    known = KNOWN_COVERAGE_BUGS.get(prepared.project.name)
-    if known is not None:
-        request.applymarker(known)
     _assert_agrees(corpus_scenarios.coverage_check(prepared, scenario))
 
 

@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from github_emulator import GitHubEmulator
 from github_fixtures import FakeSleep, flaky
 
-from flakewarden import digest
-from flakewarden.flake_issues import LABEL, RunContext, file_flakes
-from flakewarden.github_api import GitHubClient
-from flakewarden.marker import format_marker
+from flakewarden.github import digest
+from flakewarden.github.api import GitHubClient
+from flakewarden.github.flake_issues import LABEL, RunContext, file_flakes
+from flakewarden.github.marker import format_marker
 
 REPO = "octo-org/octo-repo"
 # The emulator stamps writes with the real clock, so "now" is real too; the seeded issues

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-DEFAULT_PLUGIN = Path(__file__).resolve().parent.parent / "src/flakewarden/pytest_plugin.py"
+DEFAULT_PLUGIN = Path(__file__).resolve().parent.parent / "src/flakewarden/runner/plugin.py"
 
 
 def load(path: Path) -> ModuleType:

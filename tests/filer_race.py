@@ -23,7 +23,7 @@ from typing import Any, Optional
 from github_emulator import GitHubEmulator, LoggedRequest
 from github_fixtures import flaky, write_report
 
-from flakewarden.marker import read_marker
+from flakewarden.github.marker import read_marker
 
 TEST_ID = "tests/test_race.py::test_shared_state"
 

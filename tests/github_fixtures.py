@@ -11,15 +11,8 @@ from typing import Any, Optional
 import pytest
 from github_emulator import GitHubEmulator
 
-from flakewarden.github_api import GitHubClient
-from flakewarden.model import (
-    Attempt,
-    AttemptOutcome,
-    AttemptResult,
-    Outcome,
-    RunReport,
-    TestResult,
-)
+from flakewarden.github.api import GitHubClient
+from flakewarden.model import Attempt, AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult
 
 
 class FakeSleep:

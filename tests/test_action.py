@@ -804,7 +804,7 @@ def test_no_flake_issues_step_when_nothing_was_flaky(runner: Runner) -> None:
 def test_quarantined_failure_keeps_the_job_green_and_is_counted(runner: Runner) -> None:
     from github_emulator import GitHubEmulator
 
-    from flakewarden.marker import format_marker, read_marker
+    from flakewarden.github.marker import format_marker, read_marker
 
     project = make_project(runner.workspace)
     (project / "tests" / "test_quarantined.py").write_text(
@@ -919,7 +919,7 @@ def test_no_process_holds_the_token_while_the_tests_run(runner: Runner) -> None:
 
     from github_emulator import GitHubEmulator
 
-    from flakewarden.marker import format_marker
+    from flakewarden.github.marker import format_marker
 
     token = "ghs_" + secrets.token_hex(18)  # unique: no other process on this machine has it
     project = make_project(runner.workspace)

@@ -186,7 +186,7 @@ def test_report_dir_dot_keeps_a_users_files_across_runs(project: Project) -> Non
 
 
 def test_a_run_that_died_is_cleaned_up_without_touching_others_files(tmp_path: Path) -> None:
-    from flakewarden.reports import claim_directory
+    from flakewarden.reports.report_json import claim_directory
 
     owned = ("attempts", "report.json")
     out = tmp_path / "out"
@@ -210,7 +210,7 @@ def test_a_run_that_died_is_cleaned_up_without_touching_others_files(tmp_path: P
 
 def test_a_foreign_file_inside_an_attempt_directory_is_refused(tmp_path: Path) -> None:
     from flakewarden.errors import UsageError
-    from flakewarden.reports import claim_directory, record_written
+    from flakewarden.reports.report_json import claim_directory, record_written
 
     out = tmp_path / "out"
     claim_directory(out, ("attempts",))

@@ -10,11 +10,11 @@ import sys
 from collections.abc import Sequence
 from typing import Optional
 
-from . import __version__
-from .commands import COMMANDS, load
-from .console import one_line
-from .errors import FlakewardenError
-from .model import ExitCode
+from flakewarden import __version__
+from flakewarden.commands import COMMANDS, load
+from flakewarden.console import one_line
+from flakewarden.errors import FlakewardenError
+from flakewarden.model import ExitCode
 
 
 class _Parser(argparse.ArgumentParser):

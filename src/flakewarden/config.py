@@ -14,7 +14,7 @@ import reprlib
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from .errors import ConfigError
+from flakewarden.errors import ConfigError
 
 DEFAULT_PATH = Path(".github") / "flakewarden.yml"
 VERDICTS = (

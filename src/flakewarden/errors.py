@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import ExitCode
+from flakewarden.model import ExitCode
 
 
 class FlakewardenError(Exception):

@@ -12,11 +12,11 @@ import os
 import sys
 from typing import Any, Optional
 
-from ..digest import build_digest
-from ..errors import UsageError
-from ..github_api import GitHubClient
-from ..model import ExitCode
-from .issues import add_github_options
+from flakewarden.commands.github_options import add_github_options
+from flakewarden.errors import UsageError
+from flakewarden.github.api import GitHubClient
+from flakewarden.github.digest import build_digest
+from flakewarden.model import ExitCode
 
 
 def register(subparsers: Any) -> None:

@@ -15,17 +15,17 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from .. import gha
-from ..config import load as load_config
-from ..console import one_line, plural
-from ..errors import GitHubError
-from ..flake_issues import FilingResult, RunContext, file_flakes
-from ..github_api import GitHubClient
-from ..model import ExitCode, Outcome, RunReport
-from ..quarantine_count import count_quarantined
-from ..report_dir import written_in_this_job
-from ..reports import REPORT_JSON, read_report
-from .argtypes import number
+from flakewarden.commands.argtypes import number
+from flakewarden.commands.github_options import add_github_options, warn
+from flakewarden.config import load as load_config
+from flakewarden.console import one_line, plural
+from flakewarden.errors import GitHubError
+from flakewarden.github.api import GitHubClient
+from flakewarden.github.flake_issues import FilingResult, RunContext, file_flakes
+from flakewarden.github.quarantine_count import count_quarantined
+from flakewarden.model import ExitCode, Outcome, RunReport
+from flakewarden.reports.report_dir import written_in_this_job
+from flakewarden.reports.report_json import REPORT_JSON, read_report
 
 DEFAULT_REPORT_DIR = "flakewarden-report"
 
@@ -63,27 +63,8 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def add_github_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--token",
-        default=None,
-        help="GitHub token (default: $GITHUB_TOKEN; prefer the variable, "
-        "command lines are visible to other processes)",
-    )
-    parser.add_argument(
-        "--repository",
-        default=None,
-        metavar="OWNER/REPO",
-        help="repository to file issues in (default: $GITHUB_REPOSITORY)",
-    )
-
-
 def load_report(report_dir: str) -> RunReport:
     return read_report(Path(report_dir) / REPORT_JSON)
-
-
-def warn(message: str) -> None:
-    gha.warn(message, "flakewarden issues")
 
 
 def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:

@@ -10,10 +10,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .. import gha
-from ..errors import ReportMissing, UsageError
-from ..model import ExitCode, RunReport
-from ..reports import REPORT_JSON, read_report
+from flakewarden.errors import ReportMissing, UsageError
+from flakewarden.github import gha
+from flakewarden.model import ExitCode, RunReport
+from flakewarden.reports.report_json import REPORT_JSON, read_report
 
 
 def register(subparsers: Any) -> None:

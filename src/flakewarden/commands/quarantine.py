@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from ..config import Config, load
-from ..console import one_line, plural
-from ..errors import UsageError
-from ..model import ExitCode
-from .issues import add_github_options
+from flakewarden.commands.github_options import add_github_options
+from flakewarden.config import Config, load
+from flakewarden.console import one_line, plural
+from flakewarden.errors import UsageError
+from flakewarden.model import ExitCode
 
 DEFAULT_RACE_FILE = Config().known_race_patterns
 
@@ -92,9 +92,9 @@ def run_quarantine(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
     config = load(args.config, cwd)  # a config error exits 4 before anything is touched
     repository = _repository(args)
-    from .. import quarantine as q
-    from ..flake_issues import FlakeTracker, RunContext
-    from ..github_api import GitHubClient
+    from flakewarden.github import quarantine as q
+    from flakewarden.github.api import GitHubClient
+    from flakewarden.github.flake_issues import FlakeTracker, RunContext
 
     race_path = Path(config.known_race_patterns)
     if not race_path.is_absolute():
@@ -142,9 +142,9 @@ def run_quarantine(args: argparse.Namespace) -> int:
 
 def run_release(args: argparse.Namespace) -> int:
     repository = _repository(args)
-    from .. import quarantine as q
-    from ..flake_issues import FlakeTracker, RunContext
-    from ..github_api import GitHubClient
+    from flakewarden.github import quarantine as q
+    from flakewarden.github.api import GitHubClient
+    from flakewarden.github.flake_issues import FlakeTracker, RunContext
 
     client = GitHubClient.from_env(args.token)
     try:
@@ -167,9 +167,9 @@ def run_release(args: argparse.Namespace) -> int:
 def run_reevaluate(args: argparse.Namespace, client: Optional[Any] = None) -> int:
     config = load(args.config, Path.cwd())
     repository = _repository(args)
-    from .. import quarantine as q
-    from ..flake_issues import FlakeTracker, RunContext
-    from ..github_api import GitHubClient
+    from flakewarden.github import quarantine as q
+    from flakewarden.github.api import GitHubClient
+    from flakewarden.github.flake_issues import FlakeTracker, RunContext
 
     client = client or GitHubClient.from_env(args.token)
     try:

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from ..config import load as load_config
-from ..errors import UsageError
-from ..model import ExitCode
-from .argtypes import number
+from flakewarden.commands.argtypes import number
+from flakewarden.config import load as load_config
+from flakewarden.errors import UsageError
+from flakewarden.model import ExitCode
 
 HELP = "write the quarantined test ids read from GitHub to a file, for run --quarantined-file"
 
@@ -70,8 +70,8 @@ def read_from_github(
     repository: Optional[str], token: Optional[str], deadline: float = 15.0
 ) -> Optional[frozenset[str]]:
     """The quarantined ids, or None after one warning when they cannot be read in time."""
-    from ..errors import GitHubError
-    from ..quarantine import fetch_quarantined_set, warn
+    from flakewarden.errors import GitHubError
+    from flakewarden.github.quarantine import fetch_quarantined_set, warn
 
     try:
         if not repository or repository.count("/") != 1:

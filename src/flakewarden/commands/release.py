@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .quarantine import register_release as register
+from flakewarden.commands.quarantine import register_release as register
 
 __all__ = ["register"]

@@ -9,15 +9,15 @@ import sys
 from pathlib import Path
 from typing import Optional, TypeVar
 
-from ..config import MAX_ATTEMPT_TIMEOUT
-from ..config import load as load_config
-from ..console import one_line
-from ..errors import UsageError
-from ..fence import output_fence
-from ..model import ExitCode, Outcome, RunReport
-from ..reports import write_reports
-from ..reruns import RunOptions, run_attempts
-from .argtypes import number, whole_number
+from flakewarden.commands.argtypes import number, whole_number
+from flakewarden.config import MAX_ATTEMPT_TIMEOUT
+from flakewarden.config import load as load_config
+from flakewarden.console import one_line
+from flakewarden.errors import UsageError
+from flakewarden.github.fence import output_fence
+from flakewarden.model import ExitCode, Outcome, RunReport
+from flakewarden.reports.report_json import write_reports
+from flakewarden.runner.reruns import RunOptions, run_attempts
 
 HELP = "run the tests, rerun only the failed ones in fresh processes, write the reports"
 
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     write_reports(report, report_dir, artifact_name=args.artifact_name)
     console_summary(report, shown_dir)
     if on_actions:
-        from .. import gha
+        from flakewarden.github import gha
 
         gha.publish(report, report_dir, artifact_name=args.artifact_name)
     return report.exit_code
@@ -157,7 +157,7 @@ def quarantined_set(args: argparse.Namespace, deadline: float = 15.0) -> frozens
     """The tests whose failures do not fail this run; none when the set cannot be read."""
     found: frozenset[str] = frozenset()
     if args.quarantined_file is not None:
-        from ..quarantine import read_quarantined_file
+        from flakewarden.github.quarantine import read_quarantined_file
 
         found = read_quarantined_file(args.quarantined_file)
     # On a laptop the token comes from GITHUB_TOKEN. The action never gives this process a
@@ -168,7 +168,7 @@ def quarantined_set(args: argparse.Namespace, deadline: float = 15.0) -> frozens
     if use_github is None:
         use_github = bool(token and repository) and args.quarantined_file is None
     if use_github:
-        from .quarantined import read_from_github
+        from flakewarden.commands.quarantined import read_from_github
 
         from_github = read_from_github(repository, token, deadline)
         if from_github is None:

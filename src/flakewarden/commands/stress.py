@@ -8,18 +8,18 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from ..console import one_line
-from ..errors import GitHubError, ReportMissing, UsageError
-from ..flake_issues import FlakeTracker, RunContext
-from ..github_api import GitHubClient
-from ..model import ExitCode
-from ..process import Interrupted
-from ..stress import Stress, StressOptions
-from ..verdict import ERROR, RACE, Verdict, read_verdict
-from ..verdict_merge import merge_verdicts
-from ..verdict_render import text_chart, write_verdict
-from .argtypes import number, whole_number
-from .issues import add_github_options, warn
+from flakewarden.commands.argtypes import number, whole_number
+from flakewarden.commands.github_options import add_github_options, warn
+from flakewarden.console import one_line
+from flakewarden.errors import GitHubError, ReportMissing, UsageError
+from flakewarden.github.api import GitHubClient
+from flakewarden.github.flake_issues import FlakeTracker, RunContext
+from flakewarden.model import ExitCode
+from flakewarden.runner.process import Interrupted
+from flakewarden.stress.engine import Stress, StressOptions
+from flakewarden.stress.verdict import ERROR, RACE, Verdict, read_verdict
+from flakewarden.stress.verdict_merge import merge_verdicts
+from flakewarden.stress.verdict_render import text_chart, write_verdict
 
 HELP = "stress-run one test and record a verdict with evidence (race, flaky, ...)"
 

@@ -1,0 +1,107 @@
+"""The text of a flaky test's issue and of its recurrence comments.
+
+Everything here comes from the code under test, so every piece goes through
+``markdown``; a test id is shown clipped (the marker keeps the whole id, or
+its digest), so a huge id can never push the marker out of the body.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from flakewarden.github import markdown as md
+from flakewarden.github.marker import format_marker
+from flakewarden.model import TestResult
+
+if TYPE_CHECKING:
+    from flakewarden.github.flake_records import RunContext
+
+TRACEBACK_LIMIT = 20_000
+COMMENT_TRACEBACK_LIMIT = 6_000
+# The most of a test id an issue shows; GitHub's body limit is 65,536 characters.
+SHOWN_ID_LIMIT = 1_000
+
+
+def _attempts_table(test: TestResult) -> str:
+    rows = [
+        "| Attempt | Outcome | Phase | Duration | First line |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for a in test.attempts:
+        rows.append(
+            f"| {a.attempt} | {a.outcome.value} | {md.table_cell(a.phase)} | "
+            f"{a.duration:.2f} s | {md.table_cell(md.clip(a.message, 200))} |"
+        )
+    return "\n".join(rows)
+
+
+def _failure_details(test: TestResult, limit: int) -> str:
+    first = test.first_failure
+    if first is None or not (first.longrepr or first.message):
+        return ""
+    text = md.clip(first.longrepr or first.message, limit)
+    return (
+        f"<details><summary>First failure (attempt {first.attempt})</summary>\n\n"
+        f"{md.code_block(text, 'text')}\n\n</details>"
+    )
+
+
+def _summary(test: TestResult) -> str:
+    failures = len(test.failures)
+    return f"failed {failures} of {len(test.attempts)} attempts, then passed on a rerun"
+
+
+def issue_body(test: TestResult, ctx: RunContext, marker: dict[str, Any]) -> str:
+    parts = [
+        format_marker(marker),
+        f"### {md.code(md.clip(test.id, SHOWN_ID_LIMIT))} is flaky",
+        "",
+        f"It {_summary(test)} in {ctx.describe()}.",
+        "",
+    ]
+    if test.file:
+        where = test.file + (f":{test.line}" if test.line is not None else "")
+        parts += [f"Defined at {md.code(where)}.", ""]
+    parts += [_attempts_table(test), ""]
+    details = _failure_details(test, TRACEBACK_LIMIT)
+    if details:
+        parts += [details, ""]
+    parts += [
+        "### Investigation",
+        "",
+        "_Notes, suspects and links go here. flakewarden never edits this text: it only "
+        "rewrites the hidden marker line at the top._",
+        "",
+        "---",
+        "<sub>Filed by flakewarden. Each recurrence adds a comment and counts a hit. "
+        "Close this issue when a fix lands; if the test flakes again it is reopened.</sub>",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def recurrence_comment(test: TestResult, ctx: RunContext, hits: int, reopened: bool) -> str:
+    head = (
+        f"**The fix did not hold:** this test flaked again in {ctx.describe()}, "
+        "so the issue is reopened."
+        if reopened
+        else f"Flaked again in {ctx.describe()}."
+    )
+    lines = [head, "", f"It {_summary(test)}. Hits so far: **{hits}**."]
+    first = test.first_failure
+    if first is not None and first.message:
+        lines += ["", f"First line: {md.code(md.clip(first.message, 300))}"]
+    details = _failure_details(test, COMMENT_TRACEBACK_LIMIT)
+    if details:
+        lines += ["", details]
+    return "\n".join(lines) + "\n"
+
+
+def malformed_comment(test: TestResult, ctx: RunContext, problem: str) -> str:
+    """The recurrence, told in a comment because the marker cannot be counted on."""
+    return (
+        f"Flaked again in {ctx.describe()}: it {_summary(test)}.\n\n"
+        f"This hit is **not counted**: the hidden marker line of this issue is malformed "
+        f"({md.code(problem)}), so flakewarden leaves the issue as it is. Edit that line back "
+        "to a whole number of hits to resume counting.\n"
+    )

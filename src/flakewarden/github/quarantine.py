@@ -1,0 +1,411 @@
+"""Quarantine under policy: no label without evidence, release by hysteresis, escalation.
+
+A test is quarantined by the label ``quarantined`` on its open ``flaky-test``
+issue, and only when every condition of the policy holds; a refusal lists every
+unmet condition. A quarantined test still runs in every build, and the flake
+issue step counts its runs and failures in the marker. ``reevaluate`` proposes
+a release to the owner once the recent failure rate drops below
+``exit_failure_rate`` (entry needs more: that gap is the hysteresis) and
+escalates a quarantine older than ``max_days``. Nothing is released silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Optional
+
+from flakewarden.config import NEVER_QUARANTINE, QuarantinePolicy
+from flakewarden.errors import FlakewardenError
+from flakewarden.github import gha
+from flakewarden.github import markdown as md
+from flakewarden.github.flake_issues import FlakeIssue, FlakeTracker, RunContext, iso
+from flakewarden.github.known_races import (
+    parse_race_patterns as parse_race_patterns,
+)
+from flakewarden.github.known_races import race_entry as race_entry
+from flakewarden.github.known_races import race_entry_for as race_entry_for
+from flakewarden.github.known_races import read_race_patterns as read_race_patterns
+from flakewarden.github.marker import read_marker
+
+# The quarantined set is read in its own module; these names stay importable from here.
+from flakewarden.github.quarantine_set import QUARANTINE_READ_DEADLINE as QUARANTINE_READ_DEADLINE
+from flakewarden.github.quarantine_set import QUARANTINED as QUARANTINED
+from flakewarden.github.quarantine_set import fetch_quarantined_set as fetch_quarantined_set
+from flakewarden.github.quarantine_set import quarantined_issues as quarantined_issues
+from flakewarden.model import ExitCode
+
+QUARANTINED_COLOR = "fbca04"
+QUARANTINED_DESCRIPTION = "Flaky test quarantined under policy: still runs, does not fail builds"
+ESCALATED = "flake-escalated"
+ESCALATED_COLOR = "b60205"
+ESCALATED_DESCRIPTION = "Quarantined longer than the policy's max_days: needs a decision"
+# The marker keeps the last outcomes of a quarantined test ("p" passed, "f" failed), newest last.
+RECENT_WINDOW = 200
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
+
+
+class Refused(FlakewardenError):
+    """A quarantine, release or lookup that cannot be done for this test (exit 1)."""
+
+    exit_code = ExitCode.TESTS_FAILED
+
+
+# -- the policy --------------------------------------------------------------------------
+
+
+def parse_time(value: Any) -> Optional[dt.datetime]:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
+def unmet_conditions(
+    test_id: str,
+    marker: Mapping[str, Any],
+    policy: QuarantinePolicy,
+    races: Mapping[str, str],
+    now: dt.datetime,
+    race_file: str = "known-race-patterns.md",
+) -> list[str]:
+    """Every condition of the policy this test does not meet; empty means it may be quarantined.
+
+    ``require_stress_verdict: false`` relaxes only the verdict's presence, age and
+    allowed list: a recorded race or real break refuses whatever the file says.
+    """
+    unmet = []
+    hits = int(marker.get("hits") or 0)
+    if hits < policy.min_failures:
+        unmet.append(
+            f"it has {hits} recorded hit(s); the policy needs at least {policy.min_failures} "
+            "(quarantine_policy.min_failures)"
+        )
+    verdict = marker.get("verdict")
+    verdict = verdict if isinstance(verdict, str) and verdict else None
+    if verdict in NEVER_QUARANTINE:
+        unmet.append(
+            f"its stress verdict is {verdict!r}: a race or a real break is fixed, never quarantined"
+        )
+        if verdict == "race" and race_entry_for(test_id, races) is None:
+            entry = race_entry(
+                test_id,
+                marker.get("verdict_knob"),
+                str(marker.get("verdict_at")),
+                marker.get("verdict_url"),
+            )
+            unmet.append(f"record it in {race_file}:\n{entry.rstrip()}")
+    elif policy.require_stress_verdict:
+        if verdict is None:
+            unmet.append(
+                "no stress verdict is recorded on its issue; run `flakewarden stress "
+                f"{test_id} --comment -- python -m pytest` (or the stress workflow) first"
+            )
+        else:
+            if verdict not in policy.allowed_verdicts:
+                allowed = ", ".join(policy.allowed_verdicts)
+                unmet.append(
+                    f"its stress verdict {verdict!r} is not one the policy allows ({allowed}; "
+                    "quarantine_policy.allowed_verdicts)"
+                )
+            at = parse_time(marker.get("verdict_at"))
+            if at is None:
+                unmet.append("its stress verdict has no readable date (verdict_at)")
+            else:
+                age = (now - at).total_seconds() / 86400
+                if age > policy.verdict_max_age_days:
+                    unmet.append(
+                        f"its stress verdict is {age:.0f} days old; the policy accepts at most "
+                        f"{policy.verdict_max_age_days:g} (quarantine_policy.verdict_max_age_days)"
+                        "; stress it again"
+                    )
+    listed = race_entry_for(test_id, races)
+    if listed is not None:
+        unmet.append(f"it is listed as a known race in {race_file}:\n{listed}")
+    return unmet
+
+
+def recent_rate(marker: Mapping[str, Any], policy: QuarantinePolicy) -> tuple[int, int]:
+    """(runs, failures) the release decision uses: the recent window, or every run since
+    quarantine when ``min_runs_to_release`` is larger than the window."""
+    recent = str(marker.get("recent") or "")
+    if policy.min_runs_to_release <= RECENT_WINDOW:
+        return len(recent), recent.count("f")
+    return int(marker.get("runs") or 0), int(marker.get("failures") or 0)
+
+
+def count_outcome(marker: dict[str, Any], failed: bool) -> None:
+    """Count one run of a quarantined test in its marker (``runs``, ``failures``, ``recent``)."""
+    marker["runs"] = int(marker.get("runs") or 0) + 1
+    marker["failures"] = int(marker.get("failures") or 0) + int(failed)
+    marker["recent"] = (str(marker.get("recent") or "") + ("f" if failed else "p"))[-RECENT_WINDOW:]
+
+
+# -- GitHub ------------------------------------------------------------------------------
+
+
+def label_names(issue: Mapping[str, Any]) -> list[str]:
+    return [str(lb.get("name") if isinstance(lb, dict) else lb) for lb in issue.get("labels", [])]
+
+
+def owner_line(issue: Mapping[str, Any]) -> str:
+    """Who should decide: the assignees, mentioned; only well-formed logins are ever ``@``-ed."""
+    people = issue.get("assignees") or ([issue["assignee"]] if issue.get("assignee") else [])
+    logins = [str(p.get("login", "")) for p in people if isinstance(p, dict)]
+    logins = [login for login in logins if _LOGIN.fullmatch(login)]
+    if logins:
+        return " ".join(f"@{login}" for login in logins) + ": please decide."
+    return "This issue has no assignee: assign the test's owner so someone decides."
+
+
+def read_quarantined_file(path: Path) -> frozenset[str]:
+    """A JSON list of test ids, or text with one id per line (``#`` starts a comment)."""
+    from flakewarden.errors import UsageError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--quarantined-file {path}: {exc.strerror or exc}") from None
+    if path.suffix == ".json" or text.lstrip().startswith(("[", "{")):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise UsageError(f"--quarantined-file {path}: malformed JSON: {exc}") from None
+        if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
+            raise UsageError(f"--quarantined-file {path}: expected a JSON list of test ids")
+        return frozenset(x.strip() for x in data if x.strip())
+    ids = (line.split(" #", 1)[0].strip() for line in text.splitlines())
+    return frozenset(i for i in ids if i and not i.startswith("#"))
+
+
+def warn(message: str) -> None:
+    gha.warn(message, "flakewarden quarantine")
+
+
+# -- actions -----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Target:
+    """One test's open flake issue, fresh: its marker, labels and raw data."""
+
+    issue: FlakeIssue
+    data: dict[str, Any]
+
+    @property
+    def labels(self) -> list[str]:
+        return label_names(self.data)
+
+
+def find_open_issue(tracker: FlakeTracker, test_id: str) -> Target:
+    known = tracker.index().get(test_id, [])
+    open_issues = [i for i in known if i.state == "open"]
+    if not open_issues:
+        if known:
+            raise Refused(
+                f"the flake issue for {test_id} (#{known[0].number}) is closed: a closed issue "
+                "means it was fixed; reopen it if the test still flakes"
+            )
+        raise Refused(
+            f"no flake issue for {test_id}; it is filed by `flakewarden issues` the first "
+            "time the test flakes (check the test id)"
+        )
+    data = tracker.client.get_json(f"{tracker.base}/issues/{open_issues[0].number}")
+    marker = {**open_issues[0].marker, **(read_marker(data.get("body")) or {})}
+    return Target(FlakeIssue.from_api(data, marker), data)
+
+
+def write(tracker: FlakeTracker, target: Target, marker: dict[str, Any], labels: list[str]) -> None:
+    """One PATCH: the marker line and the label set (GitHub replaces labels as given)."""
+    tracker.update(target.issue, marker, labels=labels)
+
+
+def _days(policy_days: float) -> dt.timedelta:
+    return dt.timedelta(days=policy_days)
+
+
+def quarantine_comment(
+    marker: Mapping[str, Any],
+    policy: QuarantinePolicy,
+    reason: str,
+    ctx: RunContext,
+    now: dt.datetime,
+) -> str:
+    verdict = marker.get("verdict")
+    link = str(marker.get("verdict_url") or "")
+    evidence = (
+        f"stress verdict {md.code(str(verdict))} of {md.escape(str(marker.get('verdict_at'))[:10])}"
+        + (f" ({md.link('evidence', link)})" if link.startswith("https://") else "")
+        if verdict
+        else "no stress verdict (the policy does not require one)"
+    )
+    lines = [
+        "**Quarantined under policy.**",
+        "",
+        f"- Evidence: {int(marker.get('hits') or 0)} hits "
+        f"(at least {policy.min_failures} needed); {evidence}.",
+        "- Not listed in the known-race-patterns file.",
+    ]
+    if reason:
+        lines.append(f"- Reason given: {md.escape(md.clip(reason, 500))}")
+    lines += [
+        f"- Requested from {ctx.describe()}." if ctx.run_url else "- Requested from the CLI.",
+        "",
+        "The test still runs in every build; when it fails after its reruns it is reported as "
+        "`quarantined` and does not fail the job. Release is proposed once its failure rate is "
+        f"below {policy.exit_failure_rate:.0%} over at least {policy.min_runs_to_release} runs; "
+        f"past {iso(now + _days(policy.max_days))[:10]} the quarantine is escalated.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def quarantine(
+    tracker: FlakeTracker,
+    test_id: str,
+    policy: QuarantinePolicy,
+    races: Mapping[str, str],
+    race_problem: Optional[str],
+    reason: str,
+    ctx: RunContext,
+    now: dt.datetime,
+    race_file: str,
+) -> tuple[Target, list[str]]:
+    """Label the test's issue when every condition holds; else comment the refusal.
+
+    Returns the issue and the unmet conditions (empty: quarantined, or it already was).
+    """
+    target = find_open_issue(tracker, test_id)
+    if QUARANTINED in target.labels:
+        return target, []
+    marker = dict(target.issue.marker)
+    unmet = unmet_conditions(test_id, marker, policy, races, now, race_file)
+    if race_problem:
+        unmet.append(race_problem)
+    if unmet:
+        body = ["**Quarantine refused.** Unmet conditions:", ""]
+        for condition in unmet:
+            head, _, detail = condition.partition("\n")
+            body.append(f"- {md.escape(head)}")
+            if detail:
+                body += ["", md.code_block(detail, "yaml"), ""]
+        if reason:
+            body += ["", f"Reason given: {md.escape(md.clip(reason, 500))}"]
+        tracker.comment(target.issue.number, "\n".join(body) + "\n")
+        return target, unmet
+    tracker.ensure_label(QUARANTINED, QUARANTINED_COLOR, QUARANTINED_DESCRIPTION)
+    for key in ("release_proposed_at", "escalated_at", "released_at", "release_reason"):
+        marker.pop(key, None)
+    marker.update(quarantined_at=iso(now), runs=0, failures=0, recent="")
+    if reason:
+        marker["quarantine_reason"] = md.clip(reason, 200)
+    else:
+        marker.pop("quarantine_reason", None)
+    write(tracker, target, marker, [*target.labels, QUARANTINED])
+    tracker.comment(target.issue.number, quarantine_comment(marker, policy, reason, ctx, now))
+    return target, []
+
+
+def release(
+    tracker: FlakeTracker, test_id: str, reason: str, ctx: RunContext, now: dt.datetime
+) -> Target:
+    """Remove ``quarantined`` (and ``flake-escalated``) with a comment; record ``released_at``."""
+    target = find_open_issue(tracker, test_id)
+    if QUARANTINED not in target.labels:
+        raise Refused(f"{test_id} is not quarantined (#{target.issue.number} has no label)")
+    marker = dict(target.issue.marker)
+    since = str(marker.pop("quarantined_at", "") or "")
+    runs, failures = int(marker.get("runs") or 0), int(marker.get("failures") or 0)
+    for key in ("release_proposed_at", "escalated_at", "quarantine_reason"):
+        marker.pop(key, None)
+    marker["released_at"] = iso(now)
+    if reason:
+        marker["release_reason"] = md.clip(reason, 200)
+    labels = [name for name in target.labels if name not in (QUARANTINED, ESCALATED)]
+    write(tracker, target, marker, labels)
+    lines = [
+        "**Released from quarantine.** A failure after its reruns fails the build again.",
+        "",
+        f"- Quarantined since {md.escape(since[:10]) or 'an unknown date'}; "
+        f"{failures} failures in {runs} counted runs.",
+    ]
+    if reason:
+        lines.append(f"- Reason given: {md.escape(md.clip(reason, 500))}")
+    if ctx.run_url:
+        lines.append(f"- Released from {ctx.describe()}.")
+    tracker.comment(target.issue.number, "\n".join(lines) + "\n")
+    return target
+
+
+@dataclasses.dataclass
+class Reevaluation:
+    test_id: str
+    number: int
+    runs: int
+    failures: int
+    actions: list[str]
+
+
+def reevaluate(
+    tracker: FlakeTracker, policy: QuarantinePolicy, ctx: RunContext, now: dt.datetime
+) -> list[Reevaluation]:
+    """Propose releases by hysteresis and escalate old quarantines, each once."""
+    results = []
+    for listed, data in quarantined_issues(tracker):
+        marker = dict(listed.marker)
+        actions: list[str] = []
+        comments: list[str] = []
+        labels = label_names(data)
+        runs, failures = recent_rate(marker, policy)
+        rate = failures / runs if runs else 0.0
+        where = f"{failures} failures in the last {runs} runs ({rate:.1%})"
+        since = parse_time(marker.get("quarantined_at"))
+        if since is None:
+            marker["quarantined_at"] = iso(now)
+            actions.append("clock started")
+            comments.append(
+                "This test carries the `quarantined` label but flakewarden has no record of "
+                "quarantining it (no policy check). Its clock starts now: "
+                f"it is escalated after {policy.max_days:g} days."
+            )
+        elif now - since > _days(policy.max_days) and not marker.get("escalated_at"):
+            marker["escalated_at"] = iso(now)
+            tracker.ensure_label(ESCALATED, ESCALATED_COLOR, ESCALATED_DESCRIPTION)
+            labels = [*labels, ESCALATED] if ESCALATED not in labels else labels
+            actions.append("escalated")
+            comments.append(
+                f"**Quarantine escalated:** quarantined since {iso(since)[:10]}, longer than the "
+                f"policy's {policy.max_days:g} days; {where}. A quarantine is a loan, not a fix: "
+                f"fix the test, or release it with `flakewarden release`. {owner_line(data)}"
+            )
+        enough = runs >= policy.min_runs_to_release
+        if enough and rate < policy.exit_failure_rate and not marker.get("release_proposed_at"):
+            marker["release_proposed_at"] = iso(now)
+            actions.append("release proposed")
+            comments.append(
+                f"**Release proposed:** {where}, below the exit rate of "
+                f"{policy.exit_failure_rate:.0%} over at least {policy.min_runs_to_release} runs. "
+                f"{owner_line(data)} Release it with "
+                f"{md.code('flakewarden release ' + str(listed.marker['id']))} "
+                "(or the quarantine workflow); flakewarden never releases on its own."
+            )
+        elif marker.get("release_proposed_at") and rate >= policy.enter_failure_rate:
+            marker.pop("release_proposed_at")
+            actions.append("proposal withdrawn")
+            comments.append(
+                f"**Release proposal withdrawn:** {where}, back above the entry rate of "
+                f"{policy.enter_failure_rate:.0%}."
+            )
+        if actions:
+            tracker.update(listed, marker, labels=labels)
+            tracker.comment(listed.number, "\n\n".join(comments) + "\n")
+        results.append(
+            Reevaluation(str(listed.marker["id"]), listed.number, runs, failures, actions)
+        )
+    return results

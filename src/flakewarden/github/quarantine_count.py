@@ -1,0 +1,79 @@
+"""Counting each run of a quarantined test in its issue's marker (``flakewarden issues``).
+
+Release is decided from these counts, so a pass is data as much as a failure;
+an issue whose marker was tampered with is reported by number and not counted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Iterable
+from typing import Optional
+
+from flakewarden.errors import GitHubError
+from flakewarden.github.api import GitHubClient
+from flakewarden.github.flake_issues import FlakeTracker, MalformedMarker, is_final, iso
+from flakewarden.github.marker import hits_of, key_for, key_of
+from flakewarden.model import Outcome, TestResult
+
+
+@dataclasses.dataclass
+class QuarantineCount:
+    counted: set[str] = dataclasses.field(default_factory=set)
+    skipped: set[str] = dataclasses.field(default_factory=set)  # reported, not to be filed
+    errors: list[str] = dataclasses.field(default_factory=list)
+    stopped: bool = False  # every further request would fail the same way
+
+
+def count_quarantined(
+    client: GitHubClient,
+    repository: str,
+    tests: Iterable[TestResult],
+    now: Optional[dt.datetime] = None,
+) -> QuarantineCount:
+    """Count this run of every quarantined test in its marker, passes included.
+
+    Release is decided from these counts (``runs``, ``failures``, ``recent``), so a
+    pass is data too. A quarantined test that flaked bumps ``hits`` and ``last``
+    but gets no comment: its issue already says it flakes. The caller files
+    issues for the flaky tests neither ``counted`` nor ``skipped`` here; never
+    raises ``GitHubError``.
+    """
+    from flakewarden.github.quarantine import count_outcome, quarantined_issues
+
+    now = now or dt.datetime.now(dt.timezone.utc)
+    tracker = FlakeTracker(client, repository)
+    result = QuarantineCount()
+    try:
+        listed = quarantined_issues(tracker)
+    except GitHubError as exc:
+        result.errors.append(f"listing quarantined tests: {exc}")
+        result.stopped = is_final(exc)
+        return result
+    by_key = {key_of(issue.marker): issue for issue, _ in listed}
+    for test in tests:
+        issue = by_key.get(key_for(test.id))
+        if issue is None or test.outcome is Outcome.SKIPPED or not test.attempts:
+            continue
+        try:
+            fresh = tracker.get(issue.number)
+            if fresh.problem:
+                raise MalformedMarker(issue.number, fresh.problem)
+            marker = {**issue.marker, **fresh.marker}
+            count_outcome(marker, failed=test.outcome is not Outcome.PASSED)
+            if test.outcome is Outcome.FLAKY:
+                marker.update(hits=hits_of(marker) + 1, last=iso(now))
+            tracker.update(fresh, marker)
+        except MalformedMarker as exc:
+            result.errors.append(str(exc))
+            result.skipped.add(test.id)
+            continue
+        except GitHubError as exc:
+            result.errors.append(f"{test.id}: counting its quarantined run: {exc}")
+            if is_final(exc):
+                result.stopped = True
+                break
+            continue
+        result.counted.add(test.id)
+    return result

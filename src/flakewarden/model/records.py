@@ -1,0 +1,117 @@
+"""What the injected plugin recorded of one test in one process, folded into one outcome."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+from flakewarden.model.outcomes import AttemptOutcome
+from flakewarden.model.subtests import Subtest, failure_text
+
+
+@dataclasses.dataclass
+class PhaseRecord:
+    """One phase (setup, call, teardown) of one test as pytest reported it."""
+
+    when: str
+    outcome: str  # pytest's: passed, failed, skipped
+    duration: float
+    longrepr: str = ""
+    wasxfail: bool = False
+
+
+@dataclasses.dataclass
+class TestRecord:
+    """What the plugin recorded for one test in one process (one JSON line)."""
+
+    __test__ = False  # not a pytest test class
+
+    id: str
+    file: str
+    line: Optional[int]
+    phases: list[PhaseRecord]
+    index: int = 0  # position in the run order of its process
+    iteration: int = 0  # repetition inside the process (stress runs)
+    worker: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    subtests: list[Subtest] = dataclasses.field(default_factory=list)
+    unfinished: str = ""  # why the session ended while this test ran (pytest.exit, Ctrl-C)
+    crash: str = ""  # how the process died while this test ran (a ``crashed`` attempt)
+
+    @property
+    def outcome(self) -> AttemptOutcome:
+        """Fold the crash, phases and subtests into one outcome: a failed subtest is never a pass.
+
+        Teardown failure is never a pass either; a call that pytest-rerunfailures
+        retried in-process (``rerun``) is a failed call.
+        """
+        if self.crash:
+            return AttemptOutcome.CRASHED
+        by_when = {p.when: p for p in self.phases}
+        call = by_when.get("call")
+        for when in ("setup", "teardown"):
+            phase = by_when.get(when)
+            if phase is not None and phase.outcome in FAILED_PHASE_OUTCOMES:
+                return AttemptOutcome.ERROR
+        if call is not None and call.outcome in FAILED_PHASE_OUTCOMES:
+            return AttemptOutcome.FAILED
+        if any(sub.failed for sub in self.subtests):
+            return AttemptOutcome.FAILED
+        if any(p.outcome == "skipped" for p in self.phases):
+            return AttemptOutcome.SKIPPED
+        if call is None:
+            # Setup never got to call: treat a missing call as an error.
+            return AttemptOutcome.ERROR
+        return AttemptOutcome.PASSED
+
+    @property
+    def failed_phase(self) -> str:
+        for phase in self.phases:
+            if phase.outcome in FAILED_PHASE_OUTCOMES:
+                return phase.when
+        if any(sub.failed for sub in self.subtests):
+            return "call"
+        return ""
+
+    @property
+    def longrepr(self) -> str:
+        parts = [failure_text(self.subtests)]
+        parts.extend(p.longrepr for p in self.phases if p.outcome in FAILED_PHASE_OUTCOMES)
+        return "\n\n".join(part for part in parts if part)
+
+    @property
+    def duration(self) -> float:
+        return sum(p.duration for p in self.phases)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TestRecord:
+        phases = [
+            PhaseRecord(
+                when=str(p["when"]),
+                outcome=str(p["outcome"]),
+                duration=float(p.get("duration", 0.0)),
+                longrepr=str(p.get("longrepr") or ""),
+                wasxfail=bool(p.get("wasxfail", False)),
+            )
+            for p in data["phases"]
+        ]
+        line = data.get("line")
+        return cls(
+            id=str(data["id"]),
+            file=str(data.get("file") or ""),
+            line=int(line) if line is not None else None,
+            phases=phases,
+            index=int(data.get("index", 0)),
+            iteration=int(data.get("iteration", 0)),
+            worker=str(data.get("worker") or ""),
+            stdout=str(data.get("stdout") or ""),
+            stderr=str(data.get("stderr") or ""),
+            subtests=[Subtest.from_json(sub) for sub in data.get("subtests") or []],
+            unfinished=str(data.get("unfinished") or ""),
+            crash=str(data.get("crash") or ""),
+        )
+
+
+#: A phase outcome that is a failure: pytest's, or pytest-rerunfailures' retried failure.
+FAILED_PHASE_OUTCOMES = ("failed", "rerun")

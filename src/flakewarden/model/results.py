@@ -1,0 +1,153 @@
+"""One test across a run's attempts, as every report shows it."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+from flakewarden.model.failure_lines import first_line
+from flakewarden.model.outcomes import AttemptOutcome, Outcome
+from flakewarden.model.records import FAILED_PHASE_OUTCOMES, TestRecord
+from flakewarden.model.subtests import Subtest, failure_message
+
+
+@dataclasses.dataclass
+class AttemptResult:
+    """One test in one attempt, as reports show it."""
+
+    attempt: int
+    outcome: AttemptOutcome
+    duration: float
+    phase: str = ""  # the phase that failed, when one did
+    message: str = ""  # the first line a human reads
+    longrepr: str = ""  # the full failure text
+    stdout: str = ""
+    stderr: str = ""
+    subtests: list[Subtest] = dataclasses.field(default_factory=list)
+    # (phase, failure text) per failed phase, when more than one failed (a call and
+    # its teardown): JUnit writes one element each, as pytest does.
+    phase_failures: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+    @property
+    def failed_subtests(self) -> list[Subtest]:
+        return [sub for sub in self.subtests if sub.failed]
+
+    @classmethod
+    def from_record(cls, attempt: int, record: TestRecord) -> AttemptResult:
+        longrepr = record.longrepr
+        outcome = record.outcome
+        message = ""
+        if record.crash:
+            message = record.crash
+        elif outcome.is_failure:
+            message = first_line(longrepr)
+            own = [p for p in record.phases if p.when == record.failed_phase]
+            if record.failed_phase == "call" and any(s.failed for s in record.subtests):
+                # Name the subtest, not pytest's "contains 1 failed subtest".
+                message = failure_message(record.subtests)
+            elif not longrepr and record.unfinished:
+                message = f"the session ended during this test: {first_line(record.unfinished)}"
+            elif own and own[0].outcome == "rerun":
+                message = f"{message} (rerun in-process by pytest-rerunfailures)"
+        elif outcome == AttemptOutcome.SKIPPED:
+            # The skip reason (or xfail reason) is what a reader wants to see.
+            message = next((p.longrepr for p in record.phases if p.outcome == "skipped"), "")
+        return cls(
+            attempt=attempt,
+            outcome=outcome,
+            duration=record.duration,
+            phase=record.failed_phase,
+            message=message,
+            longrepr=longrepr if record.outcome.is_failure else "",
+            stdout=record.stdout,
+            stderr=record.stderr,
+            subtests=list(record.subtests),
+            phase_failures=[
+                (p.when, p.longrepr) for p in record.phases if p.outcome in FAILED_PHASE_OUTCOMES
+            ],
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "attempt": self.attempt,
+            "outcome": self.outcome.value,
+            "duration": round(self.duration, 6),
+            "phase": self.phase,
+            "message": self.message,
+            "longrepr": self.longrepr,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+        }
+        if self.subtests:
+            data["subtests"] = [sub.to_json() for sub in self.subtests]
+        if len(self.phase_failures) > 1:
+            data["phase_failures"] = [
+                {"phase": phase, "longrepr": text} for phase, text in self.phase_failures
+            ]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AttemptResult:
+        return cls(
+            attempt=int(data["attempt"]),
+            outcome=AttemptOutcome(data["outcome"]),
+            duration=float(data.get("duration", 0.0)),
+            phase=str(data.get("phase") or ""),
+            message=str(data.get("message") or ""),
+            longrepr=str(data.get("longrepr") or ""),
+            stdout=str(data.get("stdout") or ""),
+            stderr=str(data.get("stderr") or ""),
+            subtests=[Subtest.from_json(sub) for sub in data.get("subtests") or []],
+            phase_failures=[
+                (str(f.get("phase") or ""), str(f.get("longrepr") or ""))
+                for f in data.get("phase_failures") or []
+            ],
+        )
+
+
+@dataclasses.dataclass
+class TestResult:
+    """One test across every attempt it ran in."""
+
+    __test__ = False
+
+    id: str
+    file: str
+    line: Optional[int]
+    outcome: Outcome
+    attempts: list[AttemptResult]
+
+    @property
+    def failures(self) -> list[AttemptResult]:
+        return [a for a in self.attempts if a.outcome.is_failure]
+
+    @property
+    def first_failure(self) -> Optional[AttemptResult]:
+        failures = self.failures
+        return failures[0] if failures else None
+
+    @property
+    def duration(self) -> float:
+        return sum(a.duration for a in self.attempts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "file": self.file,
+            "line": self.line,
+            "outcome": self.outcome.value,
+            "runs": len(self.attempts),
+            "failures": len(self.failures),
+            "attempts": [a.to_json() for a in self.attempts],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TestResult:
+        line = data.get("line")
+        return cls(
+            id=str(data["id"]),
+            file=str(data.get("file") or ""),
+            line=int(line) if line is not None else None,
+            outcome=Outcome(data["outcome"]),
+            attempts=[AttemptResult.from_json(a) for a in data.get("attempts", [])],
+        )

@@ -1,0 +1,177 @@
+"""Which annotations a run earns, ranked and cut to what GitHub shows per step.
+
+Pure planning from the model: the job summary states what did not fit, and
+``github.gha`` only emits what is planned here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple, Optional
+
+from flakewarden.model import Outcome, RunReport, TestResult
+from flakewarden.model.subtests import failed_histories
+
+#: GitHub drops silently what a step emits beyond 10 errors, 10 warnings and 10 notices.
+ANNOTATION_LIMIT = 10
+#: An annotation message is cut here; the full text is in the report artifact.
+MESSAGE_LIMIT = 4000
+
+ERROR = "error"
+WARNING = "warning"
+NOTICE = "notice"
+KINDS = (ERROR, WARNING, NOTICE)
+
+HARD_FAILURES = (Outcome.FAILED, Outcome.ERROR)
+DISAGREEMENT_TITLE = "flakewarden: records disagree with pytest"
+
+
+class Annotation(NamedTuple):
+    """One workflow-command annotation, before escaping."""
+
+    kind: str  # error, warning or notice
+    title: str
+    message: str
+    file: Optional[str] = None  # relative to the workspace, "/" separated
+    line: Optional[int] = None
+
+
+class AnnotationPlan(NamedTuple):
+    """What fits in one step, in emission order, and how many of each kind did not."""
+
+    annotations: list[Annotation]
+    dropped: dict[str, int]
+
+    @property
+    def total_dropped(self) -> int:
+        return sum(self.dropped.values())
+
+
+# -- planning (pure) -----------------------------------------------------------
+
+
+def workspace_path(rootdir: str, file: str, workspace: Optional[str]) -> Optional[str]:
+    """``file`` (relative to ``rootdir``) as a path relative to ``workspace``, or None.
+
+    GitHub attaches an annotation only to a path inside the repository checkout;
+    a path outside it (or an unknown workspace) gets no file, so the annotation
+    still shows, unattached, instead of pointing somewhere wrong.
+    """
+    if not file or not workspace:
+        return None
+    target = Path(rootdir, file) if rootdir else Path(file)
+    if not target.is_absolute():
+        return None
+    try:
+        target_real = Path(os.path.realpath(target))
+        workspace_real = Path(os.path.realpath(workspace))
+        relative = target_real.relative_to(workspace_real)
+    except ValueError:
+        return None
+    text = relative.as_posix()
+    if text in ("", ".") or text.startswith("../"):
+        return None
+    return text
+
+
+def _attempts_text(test: TestResult) -> str:
+    runs = len(test.attempts)
+    failures = len(test.failures)
+    return f"{failures} of {runs} attempt{'s' if runs != 1 else ''} failed"
+
+
+def _first_failure_text(test: TestResult) -> str:
+    failure = test.first_failure
+    if failure is None:
+        return ""
+    where = f" in {failure.phase}" if failure.phase and failure.phase != "call" else ""
+    return f"{failure.message}{where}" if failure.message else where.strip()
+
+
+def _subtests_text(test: TestResult) -> str:
+    """``Subtests: (i=1) failed, passed`` for each subtest that failed on some attempt."""
+    histories = failed_histories(test.attempts)
+    if not histories:
+        return ""
+    shown = "; ".join(f"{h.description} {h.text}" for h in histories[:10])
+    more = f"; and {len(histories) - 10} more" if len(histories) > 10 else ""
+    return f"\nFailed subtests, by attempt: {shown}{more}"
+
+
+def _message(test: TestResult, lead: str) -> str:
+    first = _first_failure_text(test)
+    text = f"{lead} ({_attempts_text(test)})"
+    if first:
+        text += f": {first}"
+    text += _subtests_text(test)
+    failure = test.first_failure
+    if failure is not None and failure.longrepr:
+        text += "\n\n" + failure.longrepr
+    if len(text) > MESSAGE_LIMIT:
+        text = text[: MESSAGE_LIMIT - 1] + "…"
+    return text
+
+
+def annotation_for(test: TestResult, rootdir: str, workspace: Optional[str]) -> Annotation:
+    """The annotation a test with a failing attempt gets."""
+    file = workspace_path(rootdir, test.file, workspace)
+    line = test.line if file is not None else None
+    if test.outcome == Outcome.FLAKY:
+        kind, title, lead = WARNING, f"Flaky test: {test.id}", "Failed, then passed on a rerun"
+    elif test.outcome == Outcome.QUARANTINED:
+        kind, title, lead = NOTICE, f"Quarantined test: {test.id}", "Quarantined, not blocking"
+    elif test.outcome == Outcome.ERROR:
+        kind, title, lead = ERROR, f"Test error: {test.id}", "Errored on every attempt"
+    else:
+        kind, title, lead = ERROR, f"Failed test: {test.id}", "Failed on every attempt"
+    return Annotation(kind, title, _message(test, lead), file, line)
+
+
+def rank_annotations(report: RunReport, workspace: Optional[str]) -> list[Annotation]:
+    """Every annotation the report deserves: hard failures, then flakes, then quarantine.
+
+    Collection errors are hard failures too and follow the failed tests; an attempt
+    whose records disagree with pytest's own counts is a warning ahead of the flakes.
+    Within a group the report's order is kept, so the first test to fail comes first.
+    """
+    ranked = [
+        annotation_for(test, report.rootdir, workspace)
+        for test in report.with_outcome(*HARD_FAILURES)
+    ]
+    for attempt in report.attempts[:1]:
+        for error in attempt.collection_errors:
+            ranked.append(Annotation(ERROR, "Collection error", error[:MESSAGE_LIMIT]))
+    for attempt in report.attempts:
+        if attempt.disagreements:
+            text = headline(attempt.number, attempt.disagreements)
+            ranked.append(Annotation(WARNING, DISAGREEMENT_TITLE, text[:MESSAGE_LIMIT]))
+    for outcome in (Outcome.FLAKY, Outcome.QUARANTINED):
+        ranked.extend(
+            annotation_for(test, report.rootdir, workspace)
+            for test in report.with_outcome(outcome)
+            if test.failures
+        )
+    return ranked
+
+
+def plan_annotations(
+    report: RunReport, workspace: Optional[str] = None, *, limit: int = ANNOTATION_LIMIT
+) -> AnnotationPlan:
+    """Keep the first ``limit`` annotations of each kind and count the rest."""
+    kept: list[Annotation] = []
+    seen = dict.fromkeys(KINDS, 0)
+    for annotation in rank_annotations(report, workspace):
+        seen[annotation.kind] += 1
+        if seen[annotation.kind] <= limit:
+            kept.append(annotation)
+    dropped = {kind: max(0, count - limit) for kind, count in seen.items()}
+    return AnnotationPlan(kept, dropped)
+
+
+def headline(number: int, found: list[str]) -> str:
+    """The one line that says an attempt's records and pytest's counts differ."""
+    return (
+        f"attempt {number}: flakewarden's records disagree with pytest's own summary "
+        f"({'; '.join(found)}); the report may be missing what pytest saw"
+    )

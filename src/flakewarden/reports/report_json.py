@@ -1,0 +1,100 @@
+"""Writing the report directory from a ``RunReport``: every writer reads the same model."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+from flakewarden.errors import ReportError, ReportMissing
+from flakewarden.model import RunReport
+from flakewarden.reports.junit import write_junit
+from flakewarden.reports.report_dir import SENTINEL, claim_directory, record_written
+from flakewarden.reports.summary import render_summary
+
+REPORT_JSON = "report.json"
+RERUN_REPORT = "rerun-report.txt"
+JUNIT_XML = "junit.xml"
+SUMMARY_MD = "summary.md"
+
+__all__ = ["SENTINEL", "claim_directory", "read_report", "record_written", "write_reports"]
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a reader never sees half a report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def report_json(data: dict[str, Any]) -> str:
+    """JSON with one top-level key, and one test or attempt, per line.
+
+    Readable in a diff and by eye, and written with the C encoder: ``indent=``
+    would fall back to the pure-Python one, several times slower on big suites.
+    """
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            items = ",\n    ".join(json.dumps(item, ensure_ascii=False) for item in value)
+            lines.append(f"  {json.dumps(key)}: [\n    {items}\n  ]")
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def rerun_report(report: RunReport) -> str:
+    """gotestsum's format: one line per rerun test, ``ID: N runs, M failures``."""
+    lines = [
+        f"{test.id}: {len(test.attempts)} runs, {len(test.failures)} failures"
+        for test in report.rerun_tests
+    ]
+    return "".join(line + "\n" for line in lines)
+
+
+def write_reports(report: RunReport, report_dir: Path, artifact_name: Optional[str] = None) -> None:
+    """Write report.json, rerun-report.txt, junit.xml and summary.md into ``report_dir``."""
+    try:
+        write_text_atomic(report_dir / REPORT_JSON, report_json(report.to_json()))
+        write_text_atomic(report_dir / RERUN_REPORT, rerun_report(report))
+        write_junit(report, report_dir / JUNIT_XML)
+        write_text_atomic(
+            report_dir / SUMMARY_MD, render_summary(report, artifact_name=artifact_name)
+        )
+        record_written(report_dir)
+    except OSError as exc:
+        raise ReportError(f"cannot write the report in {report_dir}: {exc.strerror}") from exc
+
+
+def read_report(location: Path) -> RunReport:
+    """Read ``report.json`` (or the report dir holding it) back into a ``RunReport``.
+
+    ``ReportMissing`` when there is none, ``ReportError`` naming the file when it
+    is unreadable or not a flakewarden report; never anything else.
+    """
+    path = location / REPORT_JSON if location.is_dir() else location
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReportMissing(
+            f"{path} not found: run flakewarden run first, or point --report-dir at its report"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"cannot read {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path} is not a flakewarden report (not a JSON object)")
+    try:
+        return RunReport.from_json(data)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise ReportError(f"{path} is not a valid flakewarden report: {exc}") from None

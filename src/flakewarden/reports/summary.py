@@ -1,0 +1,303 @@
+"""``summary.md``: the Markdown a job summary shows for one run.
+
+Test ids and failure lines are user data; they are escaped so a pipe cannot
+break a table, HTML cannot render and an ``@name`` cannot notify anyone. GitHub
+refuses a step summary over 1 MiB, so the text is capped below that and says
+what it left out.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from flakewarden.model import Outcome, RunReport, TestResult
+from flakewarden.model.subtests import failed_histories
+from flakewarden.reports.annotations import ANNOTATION_LIMIT, KINDS, plan_annotations
+
+#: GitHub's limit is 1 MiB per step summary; stay well below it.
+SUMMARY_LIMIT = 1024 * 1024 - 64 * 1024
+#: Longest test id or failure line shown in one table cell.
+CELL_LIMIT = 500
+
+_BACKSLASHED = set("\\`*_[]|~")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+
+
+def escape_markdown(text: str, limit: int = CELL_LIMIT) -> str:
+    """``text`` as literal inline Markdown on one line, cut at ``limit`` characters."""
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    out: list[str] = []
+    for char in text:
+        if char in "\r\n\t":
+            out.append(" ")
+        elif char in _ENTITIES:
+            out.append(_ENTITIES[char])
+        elif char == "@":
+            # A zero-width space after "@" stops GitHub linking (and notifying) a user.
+            out.append("@&#8203;")
+        elif char in _BACKSLASHED:
+            out.append("\\" + char)
+        elif ord(char) < 32 or ord(char) == 127:
+            continue
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _size(lines: list[str]) -> int:
+    return sum(len(line.encode("utf-8")) + 1 for line in lines)
+
+
+def _headline(report: RunReport) -> str:
+    totals = report.totals
+    if report.interrupted or report.exit_code == 2:
+        state = "interrupted"
+    elif report.exit_code == 5:
+        state = "no tests collected"
+    elif report.exit_code in (3, 4):
+        state = "could not run"
+    elif report.exit_code == 0:
+        state = "passed"
+    else:
+        state = "failed"
+    notes = []
+    if totals.flaky:
+        notes.append(f"{totals.flaky} flaky")
+    if totals.failed + totals.error:
+        notes.append(f"{totals.failed + totals.error} failed")
+    if totals.quarantined:
+        notes.append(f"{totals.quarantined} quarantined")
+    tail = f" ({', '.join(notes)})" if notes else ""
+    return f"## flakewarden: {state}{tail}"
+
+
+def _totals_table(report: RunReport) -> list[str]:
+    t = report.totals
+    return [
+        "| Tests | Passed | Flaky | Failed | Errors | Quarantined | Skipped |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {t.tests} | {t.passed} | {t.flaky} | {t.failed} | {t.error} "
+        f"| {t.quarantined} | {t.skipped} |",
+    ]
+
+
+def _location(test: TestResult) -> str:
+    if not test.file:
+        return ""
+    where = test.file if test.line is None else f"{test.file}:{test.line}"
+    return escape_markdown(where)
+
+
+def _row(test: TestResult) -> str:
+    failure = test.first_failure
+    first = ""
+    if failure is not None:
+        first = failure.message or (f"{failure.phase} failed" if failure.phase else "")
+    attempts = f"{len(test.failures)} of {len(test.attempts)} failed"
+    return (
+        f"| {test.outcome.value} | {escape_markdown(test.id)} | {attempts} "
+        f"| {escape_markdown(first)} | {_location(test)} |"
+    )
+
+
+_TABLE_HEAD = [
+    "| Outcome | Test | Attempts | First failure | Location |",
+    "|---|---|---|---|---|",
+]
+
+
+def _notes(report: RunReport) -> list[str]:
+    lines: list[str] = []
+    runs = len(report.attempts)
+    lines.append(
+        f"{runs} attempt{'s' if runs != 1 else ''}; failed tests rerun up to "
+        f"{report.reruns} time{'s' if report.reruns != 1 else ''}, each in a fresh process."
+    )
+    if report.cutoff:
+        lines.append(
+            f"More than {report.max_failures} tests failed, so none were rerun (`--max-failures`)."
+        )
+    for problem in report.problems[:20]:
+        lines.append(f"- {escape_markdown(problem)}")
+    if len(report.problems) > 20:
+        lines.append(f"- … and {len(report.problems) - 20} more problems in report.json")
+    for attempt in report.attempts[:1]:
+        for error in attempt.collection_errors[:20]:
+            lines.append(f"- Collection error: {escape_markdown(error)}")
+    return lines
+
+
+def _disagreements(report: RunReport) -> list[str]:
+    """A loud block when flakewarden's records do not add up to pytest's own summary."""
+    differing = [a for a in report.attempts if a.disagreements]
+    if not differing:
+        return []
+    lines = [
+        "> [!WARNING]",
+        "> **flakewarden's records disagree with pytest's own summary line.** "
+        "Some test pytest reported may be missing from this report or counted wrongly; "
+        "see each attempt's `output.log`.",
+        ">",
+    ]
+    for attempt in differing[:20]:
+        text = "; ".join(attempt.disagreements)
+        lines.append(f"> - Attempt {attempt.number}: {escape_markdown(text, CELL_LIMIT * 4)}")
+    return [*lines, ""]
+
+
+_SUBTEST_HEAD = [
+    "| Test | Subtest | Outcome by attempt | First failure |",
+    "|---|---|---|---|",
+]
+
+
+def _subtest_rows(tests: list[TestResult]) -> list[str]:
+    rows = []
+    for test in tests:
+        for history in failed_histories(test.attempts):
+            rows.append(
+                f"| {escape_markdown(test.id)} | {escape_markdown(history.description)} "
+                f"| {escape_markdown(history.text)} | {escape_markdown(history.message)} |"
+            )
+    return rows
+
+
+def _coverage(report: RunReport) -> list[str]:
+    coverage = report.coverage
+    if coverage is None:
+        return []
+    lines = ["### Coverage", ""]
+    if coverage.percent is None:
+        lines.append("Coverage was requested but not measured.")
+    else:
+        text = f"Coverage: **{coverage.percent_display}%**"
+        if coverage.fail_under is not None:
+            verdict = "below" if coverage.below_threshold else "meets"
+            reason = f": {escape_markdown(coverage.gate_message)}" if coverage.gate_message else ""
+            text += f" ({verdict} the {coverage.fail_under:g}% threshold{reason})"
+        text += f", combined from {coverage.files_combined} data files across attempts."
+        lines.append(text)
+    for error in coverage.errors[:20]:
+        lines.append(f"- {escape_markdown(error)}")
+    return [*lines, ""]
+
+
+def _annotations(report: RunReport) -> list[str]:
+    plan = plan_annotations(report)
+    if not plan.total_dropped:
+        return []
+    parts = [f"{plan.dropped[kind]} {kind}s" for kind in KINDS if plan.dropped[kind]]
+    return [
+        f"{plan.total_dropped} annotations did not fit GitHub's limit of {ANNOTATION_LIMIT} "
+        f"per type per step ({', '.join(parts)}); every test is listed here and in report.json.",
+        "",
+    ]
+
+
+def _artifact(artifact_name: Optional[str]) -> list[str]:
+    if not artifact_name:
+        return []
+    return [
+        f"Evidence (report.json, junit.xml, rerun-report.txt, per-attempt logs and coverage) "
+        f"is in the artifact **{escape_markdown(artifact_name)}**.",
+        "",
+    ]
+
+
+def _fit(
+    head: list[str], groups: list[tuple[list[str], list[str]]], tail: list[str], limit: int
+) -> list[str]:
+    """Add table rows while they fit in ``limit`` bytes; say how many were left out.
+
+    A group's intro ends with its table head when it is not the tests' table.
+    """
+    reserve = 300  # the truncation notice
+    budget = limit - _size(head) - _size(tail) - reserve
+    for intro, _rows in groups:
+        budget -= _size(intro) + _size(_TABLE_HEAD) + 1
+    body: list[str] = []
+    left_out = 0
+    for intro, rows in groups:
+        table_head = [] if intro[-1:] == _SUBTEST_HEAD[-1:] else _TABLE_HEAD
+        shown: list[str] = []
+        for row in rows:
+            cost = _size([row])
+            if left_out or cost > budget:
+                left_out += 1
+                continue
+            budget -= cost
+            shown.append(row)
+        body.extend([*intro, *table_head, *shown, ""])
+    if left_out:
+        body.append(
+            f"**{left_out} rows left out**: GitHub caps a step summary at 1 MiB. "
+            "The full list is in report.json and junit.xml."
+        )
+        body.append("")
+    return [*head, *body, *tail]
+
+
+def _cut(text: str, limit: int) -> str:
+    """A last resort when even the fixed parts do not fit: cut at a line and say so."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    notice = "\n**Summary truncated** to fit GitHub's step summary limit; see report.json.\n"
+    room = limit - len(notice.encode("utf-8"))
+    if room <= 0:
+        return notice.encode("utf-8")[: max(0, limit)].decode("utf-8", errors="ignore")
+    kept = data[:room].decode("utf-8", errors="ignore")
+    if "\n" in kept:
+        kept = kept[: kept.rindex("\n") + 1]
+    return kept + notice
+
+
+def render_summary(
+    report: RunReport, *, artifact_name: Optional[str] = None, limit: int = SUMMARY_LIMIT
+) -> str:
+    """The job summary (and ``summary.md``) for one run, at most ``limit`` UTF-8 bytes."""
+    head = [
+        _headline(report),
+        "",
+        *_disagreements(report),
+        *_totals_table(report),
+        "",
+        *_notes(report),
+        "",
+    ]
+    hard = report.with_outcome(Outcome.FAILED, Outcome.ERROR)
+    flaky = report.with_outcome(Outcome.FLAKY)
+    quarantined = report.with_outcome(Outcome.QUARANTINED)
+    groups: list[tuple[list[str], list[str]]] = []
+    if hard or flaky:
+        groups.append((["### Failed and flaky tests", ""], [_row(t) for t in [*hard, *flaky]]))
+    if quarantined:
+        groups.append(
+            (
+                [
+                    "### Quarantined tests",
+                    "",
+                    "These still ran; their failures are reported but do not fail the job.",
+                    "",
+                ],
+                [_row(t) for t in quarantined],
+            )
+        )
+    subtest_rows = _subtest_rows([*hard, *flaky, *quarantined])
+    if subtest_rows:
+        groups.append(
+            (
+                [
+                    "### Failed subtests",
+                    "",
+                    "Each subtest that failed on some attempt, named as pytest names it.",
+                    "",
+                    *_SUBTEST_HEAD,
+                ],
+                subtest_rows,
+            )
+        )
+    tail = [*_coverage(report), *_annotations(report), *_artifact(artifact_name)]
+    lines = _fit(head, groups, tail, limit)
+    return _cut("\n".join(lines).rstrip("\n") + "\n", limit)

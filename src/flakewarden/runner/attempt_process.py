@@ -1,0 +1,80 @@
+"""One process of an attempt, with the plugin injected: the first one, or a continuation.
+
+Each process gets its own directory (``attempts/N``, or ``attempts/N/continuation-K``
+after a crash) holding its selection (``select.json``), the plugin's records
+(``results.jsonl``), its output (``output.log``) and, when measured, its coverage
+data. The records are handed over even when the run is interrupted, so nothing a
+process recorded is lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import IO, Callable, NamedTuple, Optional
+
+from flakewarden.runner.process import ChildResult, plugin_env, run_child
+from flakewarden.runner.results import ProcessResults, read_results
+
+
+class Part(NamedTuple):
+    """One process of an attempt and what it recorded."""
+
+    results: ProcessResults
+    child: ChildResult
+    directory: Path
+
+
+@dataclasses.dataclass
+class PartRunner:
+    """Runs the processes of attempts alike: same plugin, environment rules and timeout."""
+
+    plugin: Path
+    cwd: Path
+    echo: Optional[IO[bytes]]
+    timeout: Optional[float]  # seconds each process may run (--attempt-timeout)
+    measure: bool
+    on_results: Callable[[ProcessResults], None]  # called even when interrupted
+
+    def __call__(self, where: Path, command: list[str], select: Optional[list[str]]) -> Part:
+        where.mkdir(parents=True, exist_ok=True)
+        select_file = None
+        if select is not None:
+            select_file = where / "select.json"
+            text = json.dumps(select, ensure_ascii=False, indent=0)
+            select_file.write_text(text, encoding="utf-8")
+        results_file = where / "results.jsonl"
+        extra = None
+        if self.measure:
+            from flakewarden.runner import coverage_merge
+
+            extra = coverage_merge.attempt_env(where)
+        env = plugin_env(self.plugin, results_file, select=select_file, extra=extra)
+        child: Optional[ChildResult] = None
+        try:
+            child = run_child(
+                command,
+                cwd=self.cwd,
+                env=env,
+                log=where / "output.log",
+                echo=self.echo,
+                timeout=self.timeout,
+            )
+        finally:
+            results = read_results(results_file)
+            if child is not None and child.timed_out:
+                _blame_the_timeout(results)
+            self.on_results(results)
+        assert child is not None  # run_child returned
+        return Part(results, child, where)
+
+
+def _blame_the_timeout(results: ProcessResults) -> None:
+    """The timeout stopped a test that pytest then wrote as unfinished: it is the crash's.
+
+    A suite that turns SIGTERM into ``KeyboardInterrupt`` lets pytest end its session and
+    write the running test as ended mid-test; the hang is still that test's.
+    """
+    running = {start.id for start in results.running}
+    results.tests = [r for r in results.tests if not (r.unfinished and r.id in running)]

@@ -1,0 +1,240 @@
+"""Running the test command: one fresh process group per attempt, with our plugin injected.
+
+All child processes go through ``run_child`` so interruption is handled in one
+place: Ctrl-C or SIGTERM stops the child's whole process group, and the caller
+still gets what the child wrote so far.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, NamedTuple, Optional, Union
+
+from flakewarden.errors import UsageError
+from flakewarden.runner import leftovers
+
+PLUGIN_MODULE = "flakewarden_pytest_plugin"
+# Every folder plugin_dir makes is named so; coverage_merge drops any file measured in one.
+PLUGIN_DIR_PREFIX = "flakewarden-plugin-"
+_PLUGIN_SOURCE = Path(__file__).with_name("plugin.py")
+_PLUGIN_CODE_FILE = "plugin-code.txt"
+# A stub that runs the plugin's code under a file name starting with "<": coverage.py never
+# traces such code, whatever the project's config, so the tests' own coverage report (pytest-cov
+# prints one per attempt) never shows the plugin. The stub's own few lines run at import, before
+# pytest-cov starts; only `coverage run` sees them, and the merge drops them.
+_PLUGIN_STUB = f"""\
+import linecache as _linecache
+import os as _os
+
+_name = "<{PLUGIN_MODULE}>"
+with open(_os.path.join(_os.path.dirname(__file__), "{_PLUGIN_CODE_FILE}"), encoding="utf-8") as _f:
+    _code = _f.read()
+_linecache.cache[_name] = (len(_code), None, _code.splitlines(True), _name)
+exec(compile(_code, _name, "exec", dont_inherit=True))
+del _linecache, _os, _name, _f, _code
+"""
+TERMINATE_GRACE_SECONDS = 5.0
+
+
+class ChildResult(NamedTuple):
+    exit_code: int
+    duration: float
+    interrupted: bool
+    timed_out: bool = False  # stopped by ``run_child``'s timeout
+
+
+class Interrupted(Exception):
+    """The user (or the CI runner) asked us to stop; the child group has been stopped."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def plugin_dir() -> Iterator[Path]:
+    """A private directory holding only our plugin, for ``PYTHONPATH``.
+
+    Only this one module is exposed, so the tested interpreter never sees our
+    dependencies (coverage, requests, ...) shadowing its own.
+    """
+    directory = Path(tempfile.mkdtemp(prefix=PLUGIN_DIR_PREFIX))
+    try:
+        shutil.copyfile(_PLUGIN_SOURCE, directory / _PLUGIN_CODE_FILE)
+        (directory / f"{PLUGIN_MODULE}.py").write_text(_PLUGIN_STUB, encoding="utf-8")
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def plugin_env(
+    directory: Path,
+    results: Path,
+    *,
+    select: Optional[Path] = None,
+    extra: Optional[Mapping[str, str]] = None,
+    base: Optional[Mapping[str, str]] = None,
+) -> dict[str, str]:
+    """The environment of a child that loads the plugin and records into ``results``."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(directory), env.get("PYTHONPATH", "")) if p)
+    addopts = env.get("PYTEST_ADDOPTS", "")
+    env["PYTEST_ADDOPTS"] = f"-p {PLUGIN_MODULE} {addopts}".strip()
+    env["FLAKEWARDEN_RESULTS"] = str(results)
+    # A new run: whatever pytest an outer run started is not this one's owner.
+    env.pop("FLAKEWARDEN_OWNER_PID", None)
+    env.pop("FLAKEWARDEN_GITHUB_TOKEN", None)  # ours alone, never the tests'
+    env.pop("FLAKEWARDEN_SELECT", None)
+    if select is not None:
+        env["FLAKEWARDEN_SELECT"] = str(select)
+    env.setdefault("PYTHONIOENCODING", "utf-8")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def resolve_executable(command: Sequence[str], cwd: Path) -> None:
+    """Fail early, with exit code 4, when the command is empty or not found."""
+    if not command:
+        raise UsageError(
+            "no test command: put it after --, e.g. flakewarden run -- python -m pytest"
+        )
+    program = command[0]
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = Path(program) if Path(program).is_absolute() else cwd / program
+        if not path.exists():
+            raise UsageError(f"command not found: {program}")
+        return
+    if shutil.which(program) is None:
+        raise UsageError(f"command not found: {program} (is it installed and on PATH?)")
+
+
+def _copy_stream(source: IO[bytes], sinks: Sequence[IO[bytes]]) -> None:
+    for chunk in iter(lambda: source.read1(65536), b""):  # type: ignore[attr-defined]
+        for sink in sinks:
+            sink.write(chunk)
+            sink.flush()
+
+
+def spawn(
+    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], stdout: Union[int, IO[bytes]]
+) -> subprocess.Popen[bytes]:
+    """Start ``command`` as the leader of a new process group, output and errors together."""
+    try:
+        return subprocess.Popen(
+            list(command),
+            cwd=cwd,
+            env=dict(env),
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise UsageError(f"command not found: {command[0]}") from exc
+    except PermissionError as exc:
+        raise UsageError(f"command is not executable: {command[0]}") from exc
+
+
+def run_child(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    log: Path,
+    echo: Optional[IO[bytes]] = None,
+    timeout: Optional[float] = None,
+) -> ChildResult:
+    """Run ``command`` in a new process group, teeing its output to ``log`` (and ``echo``).
+
+    SIGINT and SIGTERM received meanwhile stop the whole group (TERM, then KILL
+    after a grace period) and raise ``Interrupted`` once the child is gone. A
+    child still running after ``timeout`` seconds has its group stopped the
+    same way, and the result says ``timed_out``.
+    """
+    started = time.monotonic()
+    received: list[int] = []
+    leftovers.adopt_orphans()
+    with open(log, "wb") as log_stream:
+        child = spawn(command, cwd=cwd, env=env, stdout=subprocess.PIPE)
+
+        killer = threading.Timer(TERMINATE_GRACE_SECONDS, stop_group, (child.pid, signal.SIGKILL))
+        killer.daemon = True
+
+        def stop() -> None:
+            stop_group(child.pid, signal.SIGTERM)
+            if killer.ident is None:  # not started yet
+                # A test that ignores SIGTERM is killed after the grace period.
+                killer.start()
+
+        def on_signal(signum: int, frame: object) -> None:
+            received.append(signum)
+            stop()
+
+        previous = _install_handlers(on_signal)
+        assert child.stdout is not None
+        sinks: list[IO[bytes]] = [log_stream] + ([echo] if echo is not None else [])
+        pump = threading.Thread(target=_copy_stream, args=(child.stdout, sinks), daemon=True)
+        pump.start()
+        timed_out = False
+        try:
+            # Signals interrupt the wait, run the handler, and the wait resumes.
+            try:
+                exit_code = child.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                stop()
+                exit_code = child.wait()
+        finally:
+            killer.cancel()
+            _restore_handlers(previous)
+            # Whatever the child left behind goes too: its group, and (Linux) every
+            # process that detached from it. The pipe keeps what they wrote.
+            stop_group(child.pid, signal.SIGKILL)
+            ended = leftovers.end_orphans(exclude={child.pid})
+            pump.join(timeout=10)
+            if ended:
+                log_stream.write(
+                    f"\n[flakewarden] ended {ended} process(es) the command left running\n".encode()
+                )
+    duration = time.monotonic() - started
+    if received:
+        raise Interrupted(received[0])
+    return ChildResult(exit_code, duration, False, timed_out)
+
+
+def stop_group(pid: int, signum: int) -> None:
+    """Signal a whole process group; one that is already gone is not an error."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signum)
+
+
+_Handler = object
+
+
+def _install_handlers(handler: object) -> dict[int, _Handler]:
+    previous: dict[int, _Handler] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous[signum] = signal.signal(signum, handler)  # type: ignore[arg-type]
+    return previous
+
+
+def _restore_handlers(previous: dict[int, _Handler]) -> None:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+def stdout_binary() -> IO[bytes]:
+    return sys.stdout.buffer

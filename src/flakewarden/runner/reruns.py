@@ -1,0 +1,481 @@
+"""The attempt loop: run the suite, rerun only what failed, each attempt in a fresh process.
+
+The policy, in order:
+- attempt 1 runs the user's command as given (plus our plugin);
+- a pytest usage error, an internal error, an interrupted session, a collection
+  error with nothing run, or no tests collected ends the run with pytest's code;
+- more than ``max_failures`` distinct failed tests is a real break: no reruns;
+- otherwise the tests still failing are rerun together in one fresh process,
+  up to ``reruns`` times, keeping every option and replacing only the selection.
+What failed is decided from the plugin's records keyed by node id, never from
+an exit code or from JUnit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any, Callable, Optional
+
+from flakewarden import __version__
+from flakewarden.console import plural
+from flakewarden.errors import UsageError
+from flakewarden.model import (
+    Attempt,
+    AttemptOutcome,
+    AttemptResult,
+    CoverageSummary,
+    ExitCode,
+    Outcome,
+    RunReport,
+    TestRecord,
+    TestResult,
+    first_line,
+    id_key,
+)
+from flakewarden.reports.report_json import claim_directory
+from flakewarden.runner import consistency, pytest_args
+from flakewarden.runner.attempt_process import PartRunner
+from flakewarden.runner.crashes import continue_attempt, finished, worker_crashes
+from flakewarden.runner.process import Interrupted, plugin_dir, resolve_executable
+from flakewarden.runner.results import ProcessResults
+from flakewarden.runner.sessions import judge_session
+
+
+@dataclasses.dataclass
+class RunOptions:
+    command: list[str]
+    cwd: Path
+    report_dir: Path
+    reruns: int = 2
+    max_failures: int = 10
+    coverage: bool = False  # wrap the command in ``coverage run``
+    cov_fail_under: Optional[float] = None
+    fail_on_flaky: bool = False
+    quarantined: frozenset[str] = frozenset()
+    echo: Optional[IO[bytes]] = None  # where the children's output is shown
+    attempt_timeout: Optional[float] = None  # seconds each test process may run
+
+
+Say = Callable[[str], None]
+
+
+@dataclasses.dataclass
+class _State:
+    """What the loop has learned so far."""
+
+    attempts: list[Attempt] = dataclasses.field(default_factory=list)
+    records: dict[str, list[tuple[int, TestRecord]]] = dataclasses.field(default_factory=dict)
+    order: list[str] = dataclasses.field(default_factory=list)
+    problems: list[str] = dataclasses.field(default_factory=list)
+    exit_code: Optional[int] = None  # set when the run must end with this code
+    not_green: bool = False  # collection errors or tests that never ran: at best exit 1
+    interrupted: bool = False
+    cutoff: bool = False
+    rootdir: str = ""
+    command: list[str] = dataclasses.field(default_factory=list)  # attempt 1's, as run
+    first_config: Optional[dict[str, Any]] = None  # what the plugin saw in attempt 1
+    running: list[str] = dataclasses.field(default_factory=list)  # when the last process ended
+
+    def add(self, number: int, results: ProcessResults) -> None:
+        self.add_records(number, results.tests)
+
+    def add_records(self, number: int, records: Sequence[TestRecord]) -> None:
+        for record in records:
+            self.records.setdefault(record.id, []).append((number, record))
+
+    def still_failing(self, ids: Sequence[str], number: int) -> list[str]:
+        failing = []
+        for test_id in ids:
+            mine = [r for n, r in self.records.get(test_id, []) if n == number]
+            if not mine or mine[-1].outcome.is_failure:
+                failing.append(test_id)
+        return failing
+
+
+def now_iso() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+REPORT_FILES = (
+    "attempts",
+    "report.json",
+    "rerun-report.txt",
+    "junit.xml",
+    "summary.md",
+    ".coverage",
+    "coverage.xml",
+)
+
+
+def coverage_command(command: Sequence[str], cwd: Path) -> list[str]:
+    """Wrap a pytest command in ``coverage run`` (``--coverage``)."""
+    located = pytest_args.locate(command)
+    if located is None:
+        raise UsageError(
+            "--coverage needs a command that runs pytest (python -m pytest or pytest); "
+            "for other commands measure with pytest-cov (--cov)"
+        )
+    prefix = located.prefix
+    if prefix[-2:] == ["-m", "pytest"]:
+        return [*prefix[:-2], "-m", "coverage", "run", "-m", "pytest", *located.args]
+    program = shutil.which(prefix[-1], path=None) or prefix[-1]
+    interpreter = _shebang_interpreter(Path(program))
+    if interpreter is None:
+        raise UsageError(
+            f"--coverage cannot tell which Python runs {prefix[-1]}: "
+            "write the command as python -m pytest"
+        )
+    return [*interpreter, "-m", "coverage", "run", "-m", "pytest", *located.args]
+
+
+def _shebang_interpreter(script: Path) -> Optional[list[str]]:
+    try:
+        with open(script, "rb") as stream:
+            first = stream.readline(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    if not first.startswith("#!"):
+        return None
+    parts = first[2:].split()
+    return parts or None
+
+
+def run_attempts(options: RunOptions, say: Say) -> RunReport:
+    """Run the attempts, fold them into a ``RunReport`` (not yet written)."""
+    started_at, started = now_iso(), time.monotonic()
+    resolve_executable(options.command, options.cwd)
+    claim_directory(options.report_dir, REPORT_FILES)
+    state = _State()
+
+    command = list(options.command)
+    located = pytest_args.locate(command)
+    fail_under = options.cov_fail_under
+    if located is not None:
+        given = pytest_args.cov_fail_under(located.args)
+        if fail_under is None:
+            fail_under = given
+        command = located.prefix + pytest_args.without_cov_fail_under(located.args)
+    measure = options.coverage or (
+        located is not None and pytest_args.measures_coverage(located.args)
+    )
+    if located is not None and pytest_args.measures_coverage(located.args):
+        # pytest-cov would hold each attempt to a configured threshold; only the
+        # merged total is judged (merge reads [report] fail_under itself).
+        command.append("--cov-fail-under=0")
+    if options.coverage:
+        command = coverage_command(command, options.cwd)
+
+    with plugin_dir() as plugin:
+        try:
+            _loop(options, command, plugin, measure, state, say)
+        except Interrupted as exc:
+            state.interrupted = True
+            state.exit_code = ExitCode.INTERRUPTED
+            running = f" while {', '.join(state.running[:5])} ran" if state.running else ""
+            state.problems.append(f"interrupted by {exc}{running}: the report shows what ran")
+            say(f"interrupted by {exc}; writing the report of what ran")
+
+    tests = _fold(state, options.quarantined)
+    report = RunReport(
+        command=list(options.command),
+        rootdir=state.rootdir or str(options.cwd),
+        tests=tests,
+        attempts=state.attempts,
+        order=state.order,
+        exit_code=0,
+        started_at=started_at,
+        finished_at=now_iso(),
+        duration=time.monotonic() - started,
+        version=__version__,
+        cutoff=state.cutoff,
+        interrupted=state.interrupted,
+        problems=state.problems,
+        max_failures=options.max_failures,
+        reruns=options.reruns,
+        quarantine_known=sorted(options.quarantined),
+    )
+    if measure and state.attempts:
+        report.coverage = _merge_coverage(options, state, fail_under)
+    report.exit_code = _exit_code(report, state, options)
+    return report
+
+
+def _loop(
+    options: RunOptions,
+    command: list[str],
+    plugin: Path,
+    measure: bool,
+    state: _State,
+    say: Say,
+) -> None:
+    state.command = command
+    first = _attempt(options, state, plugin, 1, command, "the full command", None, measure, say)
+    if first.config is None:
+        state.exit_code = _never_started(first, state, options)
+        return
+    state.order = first.order
+    if state.exit_code is not None:
+        return
+    failing = [tid for tid in first.order if state.records[tid][-1][1].outcome.is_failure]
+    if not failing:
+        return
+    if len(failing) > options.max_failures:
+        state.cutoff = True
+        say(
+            f"{plural(len(failing), 'test')} failed, more than --max-failures "
+            f"{options.max_failures}: that is a real break, not flakiness; no reruns"
+        )
+        return
+    for number in range(2, options.reruns + 2):
+        noun = "test" if len(failing) == 1 else "tests"
+        reason = f"rerun of {len(failing)} failed {noun}"
+        rerun_command = _selection_command(state, failing)
+        results = _attempt(
+            options, state, plugin, number, rerun_command, reason, failing, measure, say
+        )
+        if state.exit_code is not None:
+            return
+        missing = [tid for tid in failing if tid not in results.by_id()]
+        if missing:
+            state.problems.append(
+                f"attempt {number}: {len(missing)} selected test(s) did not run: "
+                + ", ".join(missing[:5])
+            )
+        failing = state.still_failing(failing, number)
+        if not failing:
+            return
+
+
+def _selection_command(state: _State, node_ids: list[str]) -> list[str]:
+    """Attempt 1's command with only the selection replaced: for reruns and continuations."""
+    args = (state.first_config or {}).get("args", [])
+    split = pytest_args.split_with_invocation(state.command, args)
+    if split is None:
+        return state.command  # not a plain pytest command: the plugin selects
+    positionals = [str(p) for p in (state.first_config or {}).get("file_or_dir", [])]
+    return split.prefix + pytest_args.rerun_args(
+        split.args, positionals=positionals, node_ids=node_ids, rootdir=Path(state.rootdir)
+    )
+
+
+def _attempt(
+    options: RunOptions,
+    state: _State,
+    plugin: Path,
+    number: int,
+    command: list[str],
+    reason: str,
+    select: Optional[list[str]],
+    measure: bool,
+    say: Say,
+) -> ProcessResults:
+    directory = options.report_dir / "attempts" / str(number)
+    if select is not None:
+        shown = ", ".join(select[:5]) + (f" and {len(select) - 5} more" if len(select) > 5 else "")
+        say(f"attempt {number}: {reason} in a fresh process: {shown}")
+    else:
+        say(f"attempt {number}: {' '.join(command)}")
+    attempt = Attempt(
+        number=number,
+        command=command,
+        reason=reason,
+        selected=list(select or []),
+        directory=str(directory.relative_to(options.report_dir)),
+    )
+    state.attempts.append(attempt)
+
+    def on_results(results: ProcessResults) -> None:
+        # Even an interrupted attempt keeps the records it wrote.
+        state.add(number, results)
+        state.running = [start.id for start in results.running]
+        attempt.collection_errors += [
+            f"{cid or '.'}: {first_line(text)}" for cid, text in results.collect_errors
+        ]
+
+    run_part = PartRunner(
+        plugin, options.cwd, options.echo, options.attempt_timeout, measure, on_results
+    )
+    first = run_part(directory, command, select)
+    for line in worker_crashes(first, number, options.report_dir):
+        say(line)
+    attempt.exit_code = first.child.exit_code
+    attempt.duration = first.child.duration
+    if not directory.is_dir():
+        state.problems.append(
+            f"attempt {number}: the report directory was deleted while the tests ran "
+            f"(by a test?), so what they recorded is lost: {options.report_dir}"
+        )
+        state.exit_code = ExitCode.INTERNAL_ERROR
+        return first.results
+    if number == 1 and first.results.config is not None:
+        state.first_config = first.results.config
+        state.rootdir = first.results.rootdir or str(options.cwd)
+    if first.results.config is None or finished(first):
+        _check_session(first.results, state, number)
+        if consistency.check_attempt(attempt, first.results, say):
+            state.not_green = True  # pytest failed a test the records do not: never green
+        return first.results
+    continued = continue_attempt(
+        attempt,
+        first,
+        run_part=run_part,
+        select_command=lambda ids: _selection_command(state, ids),
+        add=lambda records: state.add_records(number, records),
+        report_dir=options.report_dir,
+        timeout=options.attempt_timeout,
+        max_crashes=options.max_failures,
+        say=say,
+    )
+    attempt.duration = first.child.duration + sum(c.duration for c in attempt.continuations)
+    state.problems.extend(continued.problems)
+    state.cutoff = state.cutoff or continued.stopped
+    state.not_green = state.not_green or (continued.not_green and number == 1)
+    if continued.unexplained:
+        if number == 1:
+            # Tests after the crash never ran: nothing can make this run green.
+            state.exit_code = ExitCode.INTERNAL_ERROR
+    else:
+        _check_session(continued.results, state, number)
+    return continued.results
+
+
+def _check_session(results: ProcessResults, state: _State, number: int) -> None:
+    """Turn what pytest said about its session into an end of the run, when it must end."""
+    verdict = judge_session(results, number)
+    state.problems.extend(verdict.problems)
+    state.not_green = state.not_green or verdict.not_green
+    if verdict.exit_code is not None:
+        state.exit_code = verdict.exit_code
+
+
+def _never_started(results: ProcessResults, state: _State, options: RunOptions) -> int:
+    """The command ran but pytest never loaded the plugin."""
+    if state.exit_code is not None:
+        return int(state.exit_code)  # its records were lost: already said why
+    attempt = state.attempts[-1]
+    log = options.report_dir / "attempts" / "1" / "output.log"
+    tail = _last_line(log)
+    if attempt.exit_code == ExitCode.USAGE_ERROR:
+        state.problems.append(f"pytest reported a usage error: {tail}")
+        return ExitCode.USAGE_ERROR
+    if attempt.exit_code == ExitCode.NO_TESTS_COLLECTED:
+        state.problems.append("no tests were collected")
+        return ExitCode.NO_TESTS_COLLECTED
+    state.problems.append(
+        f"the command exited with {attempt.exit_code} without running pytest's session "
+        f"with the flakewarden plugin (is it a pytest command?): {tail}"
+    )
+    return ExitCode.USAGE_ERROR if attempt.exit_code == 127 else ExitCode.INTERNAL_ERROR
+
+
+def _last_line(log: Path) -> str:
+    """The line that says what went wrong: the last ``error:`` line, else the last line."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    meaningful = [ln.strip() for ln in lines if ln.strip() and not set(ln.strip()) <= set("=-_ ")]
+    errors = [ln for ln in meaningful if "error:" in ln.lower()]
+    chosen = errors[-1] if errors else (meaningful[-1] if meaningful else "")
+    return chosen[:300]
+
+
+def _fold(state: _State, quarantined: frozenset[str]) -> list[TestResult]:
+    """One ``TestResult`` per test, in run order, from every attempt's records."""
+    tests = []
+    in_order = set(state.order)
+    ordered = list(state.order) + [tid for tid in state.records if tid not in in_order]
+    for test_id in ordered:
+        runs = state.records.get(test_id)
+        if not runs:
+            continue
+        attempts = [AttemptResult.from_record(number, record) for number, record in runs]
+        last = attempts[-1].outcome
+        failed_any = any(a.outcome.is_failure for a in attempts)
+        if last.is_failure:
+            outcome = Outcome.ERROR if last == AttemptOutcome.ERROR else Outcome.FAILED
+            if test_id in quarantined or id_key(test_id) in quarantined:
+                outcome = Outcome.QUARANTINED
+        elif failed_any:
+            outcome = Outcome.FLAKY
+        elif last == AttemptOutcome.SKIPPED:
+            outcome = Outcome.SKIPPED
+        else:
+            outcome = Outcome.PASSED
+        first_record = runs[0][1]
+        tests.append(
+            TestResult(
+                id=test_id,
+                file=first_record.file,
+                line=first_record.line,
+                outcome=outcome,
+                attempts=attempts,
+            )
+        )
+    return tests
+
+
+def _merge_coverage(
+    options: RunOptions, state: _State, fail_under: Optional[float]
+) -> CoverageSummary:
+    from flakewarden.runner import coverage_merge
+
+    files: list[Path] = []
+    missing = []
+    for attempt in state.attempts:
+        parts = [(attempt.directory, attempt.crash)]
+        parts += [(c.directory, c.crash) for c in attempt.continuations]
+        for number, (directory, crash) in enumerate(parts):
+            found = coverage_merge.find_data_files(options.report_dir / directory)
+            if not found:
+                part = f" (continuation {number})" if number else ""
+                why = f" (its process {crash})" if crash else ""
+                missing.append(f"attempt {attempt.number}{part} wrote no coverage data file{why}")
+            files.extend(found)
+    located = pytest_args.locate(options.command)
+    summary = coverage_merge.merge(
+        files,
+        options.report_dir,
+        cwd=options.cwd,
+        fail_under=fail_under,
+        precision=None if located is None else _cov_precision(located.args),
+    )
+    summary.errors = missing + summary.errors
+    return summary
+
+
+def _cov_precision(args: Sequence[str]) -> Optional[int]:
+    """pytest-cov's ``--cov-precision``, which overrides ``[report] precision`` as it reports."""
+    found = None  # the last one given wins, as in pytest's own parsing
+    for index, token in enumerate(args):
+        value = None
+        if token.startswith("--cov-precision="):
+            value = token.split("=", 1)[1]
+        elif token == "--cov-precision" and index + 1 < len(args):
+            value = args[index + 1]
+        if value is not None and value.isdigit():
+            found = int(value)
+    return found
+
+
+def _exit_code(report: RunReport, state: _State, options: RunOptions) -> int:
+    if state.exit_code is not None:
+        return int(state.exit_code)
+    totals = report.totals
+    if totals.failed or totals.error or state.not_green:
+        return ExitCode.TESTS_FAILED
+    if options.fail_on_flaky and totals.flaky:
+        return ExitCode.TESTS_FAILED
+    if report.coverage is not None:
+        if report.coverage.errors:
+            return ExitCode.INTERNAL_ERROR
+        if report.coverage.below_threshold:
+            return ExitCode.TESTS_FAILED
+    if totals.tests == 0:
+        return ExitCode.NO_TESTS_COLLECTED
+    return ExitCode.OK

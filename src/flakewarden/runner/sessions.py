@@ -1,0 +1,66 @@
+"""What pytest said about an attempt's session, as the run's fate.
+
+A usage error, an internal error, an interrupted session, a collection error
+with nothing run or no tests collected ends the run with pytest's code; a
+collection error or a session that stopped before running every test (``-x``,
+``--maxfail``) leaves a run that cannot be green. A session that never finished
+(a crash) is judged by ``crashes`` first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from flakewarden.model import ExitCode, first_line
+from flakewarden.runner.results import ProcessResults
+
+
+@dataclasses.dataclass
+class SessionVerdict:
+    problems: list[str] = dataclasses.field(default_factory=list)
+    exit_code: Optional[int] = None  # set when the run must end with this code
+    not_green: bool = False  # at best exit 1
+
+
+def judge_session(results: ProcessResults, number: int) -> SessionVerdict:
+    """What attempt ``number``'s session means for the run (nothing, for a plain finish)."""
+    verdict = SessionVerdict()
+    if results.config is None:
+        return verdict
+    status = results.exitstatus
+    if status == ExitCode.USAGE_ERROR:
+        verdict.problems.append(f"attempt {number}: pytest reported a usage error")
+        verdict.exit_code = ExitCode.USAGE_ERROR if number == 1 else ExitCode.INTERNAL_ERROR
+    elif status == ExitCode.INTERNAL_ERROR:
+        verdict.problems.append(f"attempt {number}: pytest reported an internal error")
+        verdict.exit_code = ExitCode.INTERNAL_ERROR
+    elif status == ExitCode.NO_TESTS_COLLECTED and number == 1:
+        verdict.problems.append("no tests were collected")
+        verdict.exit_code = ExitCode.NO_TESTS_COLLECTED
+    elif results.collect_errors and not results.tests:
+        first_id, text = results.collect_errors[0]
+        verdict.problems.append(
+            f"attempt {number}: collection error in {first_id or '.'}: {first_line(text)}"
+        )
+        verdict.exit_code = ExitCode.INTERRUPTED
+    elif status == ExitCode.INTERRUPTED:
+        verdict.problems.append(f"attempt {number}: pytest's session was interrupted")
+        verdict.exit_code = ExitCode.INTERRUPTED
+    else:
+        if results.collect_errors:
+            verdict.problems.append(
+                f"attempt {number}: {len(results.collect_errors)} collection error(s): "
+                + ", ".join(cid or "." for cid, _ in results.collect_errors[:5])
+            )
+            verdict.not_green = True
+        ran = len(results.order)
+        if number == 1 and results.testscollected > ran:
+            never = results.testscollected - ran
+            verdict.problems.append(
+                f"attempt 1: pytest stopped after {ran} of {results.testscollected} tests "
+                f"(-x, --maxfail, or a test that stopped the session?): {never} never ran, "
+                "so the run cannot be green"
+            )
+            verdict.not_green = True
+    return verdict

@@ -1,0 +1,303 @@
+"""The plumbing of a stress run: building each process's command, running it, counting its runs.
+
+Every process runs the user's pytest command with the selection replaced
+(the test's file, ``--rootdir`` pinned, exact node ids through the plugin),
+``--tb=long`` for complete tracebacks, and the plugin's repeat knob. A run's
+outcome is read from the plugin's per-test records, never from the exit code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Callable, Optional
+
+from flakewarden import __version__
+from flakewarden.model import AttemptOutcome, TestRecord, first_line
+from flakewarden.runner import pytest_args
+from flakewarden.runner.process import plugin_env
+from flakewarden.runner.results import ProcessResults, read_results
+from flakewarden.stress.pool import ChildSpec, burners, run_all
+from flakewarden.stress.verdict import Arm, Failure, Verdict
+
+SWITCH_INTERVAL = "1e-05"
+NO_RANDOMLY = ["-p", "no:randomly"]
+# Options that would change what one stress process runs: our plugin repeats and selects.
+STRESS_DROP = {
+    "-n": True,
+    "--numprocesses": True,
+    "--dist": True,
+    "--maxprocesses": True,
+    "--count": True,
+    "--repeat-scope": True,
+    "--reruns": True,
+    "--reruns-delay": True,
+    "--only-rerun": True,
+    "--randomly-seed": True,
+    "--tb": True,
+}
+
+Say = Callable[[str], None]
+
+
+@dataclasses.dataclass
+class StressOptions:
+    test_id: str
+    command: list[str]
+    cwd: Path
+    report_dir: Path
+    runs: int = 200
+    budget_seconds: float = 600.0
+    order_from: Optional[Path] = None
+    cores: int = dataclasses.field(default_factory=lambda: os.cpu_count() or 1)
+
+
+@dataclasses.dataclass
+class Job:
+    """One fresh process of the test command."""
+
+    phase: str
+    knob: str
+    ids: list[str]
+    repeat: int = 1
+    args: list[str] = dataclasses.field(default_factory=list)
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    ordered: bool = False
+
+
+@dataclasses.dataclass
+class JobResult:
+    job: Job
+    number: int
+    directory: Path
+    results: ProcessResults
+    records: list[TestRecord]  # the target's records only
+    exit_code: Optional[int]
+    timed_out: bool
+
+    @property
+    def died(self) -> bool:
+        """The process started the target's iterations but did not finish them."""
+        return self.results.started and (self.timed_out or len(self.records) < self.job.repeat)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def environment(cores: int, probe: Optional[ProcessResults]) -> dict[str, object]:
+    config = (probe.config if probe else None) or {}
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {
+        "python": sys.version.split()[0],
+        "tested_python": config.get("python", ""),
+        "pytest": config.get("pytest", ""),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cores": cores,
+        "load_average": None if load is None else [round(v, 2) for v in load],
+        "runner": os.environ.get("FLAKEWARDEN_RUNNER") or os.environ.get("RUNNER_NAME") or "",
+    }
+
+
+class Runner:
+    """The state of one stress run and how it starts processes and counts their runs."""
+
+    def __init__(self, options: StressOptions, say: Say) -> None:
+        self.options = options
+        self.say = say
+        self.started = time.monotonic()
+        self.started_at = _now()
+        self.number = 0
+        self.arms: list[Arm] = []
+        self.first_failure: Optional[Failure] = None
+        self.notes: list[str] = []
+        self.prefix: list[str] = list(options.command)
+        self.base_args: list[str] = []
+        self.rootdir = options.cwd
+        self.executable = sys.executable
+        self.plugin = Path()
+        self.test_seconds = 0.01
+        self.probe: Optional[ProcessResults] = None
+        self.split: Optional[pytest_args.PytestCommand] = None
+        self.positionals: list[str] = []
+        # Set when the test leaks state into itself: every later process runs it once.
+        self.non_idempotent: dict[str, object] = {}
+
+    # -- plumbing ---------------------------------------------------------------
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def over_budget(self) -> bool:
+        return self.elapsed() > self.options.budget_seconds
+
+    def command_for(self, job: Job) -> list[str]:
+        if self.split is None:
+            return [*self.prefix, *self.base_args, *job.args]
+        args = pytest_args.rerun_args(
+            self.split.args, positionals=self.positionals, node_ids=job.ids, rootdir=self.rootdir
+        )
+        return [
+            *self.split.prefix,
+            *pytest_args.drop_options(args, STRESS_DROP),
+            "--tb=long",
+            *job.args,
+        ]
+
+    def _process_timeout(self, job: Job) -> float:
+        return max(60.0, 30 * (2.0 + job.repeat * self.test_seconds))
+
+    def run_jobs(self, jobs: Sequence[Job], parallel: int, burn: int = 0) -> list[JobResult]:
+        specs: list[ChildSpec] = []
+        directories: list[Path] = []
+        numbers: list[int] = []
+        for job in jobs:
+            self.number += 1
+            directory = (
+                self.options.report_dir / "processes" / f"{self.number:04d}-{job.phase}-{job.knob}"
+            )
+            directory.mkdir(parents=True, exist_ok=True)
+            ids_file = directory / "select.json"
+            ids_file.write_text(json.dumps(job.ids, ensure_ascii=False), encoding="utf-8")
+            extra = {"FLAKEWARDEN_REPEAT": str(job.repeat), **job.env}
+            if job.ordered:
+                extra["FLAKEWARDEN_ORDER"] = str(ids_file)
+            env = plugin_env(
+                self.plugin,
+                directory / "results.jsonl",
+                select=None if job.ordered else ids_file,
+                extra=extra,
+            )
+            if "FLAKEWARDEN_SWITCH_INTERVAL" not in job.env:
+                env.pop("FLAKEWARDEN_SWITCH_INTERVAL", None)
+            specs.append(
+                ChildSpec(
+                    self.command_for(job),
+                    self.options.cwd,
+                    env,
+                    directory / "output.log",
+                    self._process_timeout(job),
+                )
+            )
+            directories.append(directory)
+            numbers.append(self.number)
+        if burn:
+            with burners(burn):
+                outcomes = run_all(specs, parallel)
+        else:
+            outcomes = run_all(specs, parallel)
+        out: list[JobResult] = []
+        for job, number, directory, outcome in zip(jobs, numbers, directories, outcomes):
+            results = read_results(directory / "results.jsonl")
+            records = [r for r in results.tests if r.id == self.options.test_id]
+            out.append(
+                JobResult(
+                    job, number, directory, results, records, outcome.exit_code, outcome.timed_out
+                )
+            )
+        return out
+
+    def tally(self, arm: Arm, results: Sequence[JobResult]) -> None:
+        """Add each finished run to ``arm``; a process that died mid-test counts one failure.
+
+        A run is a first run when it was the process's first iteration of the
+        test, else an in-process repeat; the arm counts them apart.
+        """
+        for result in results:
+            arm.processes += 1
+            for record in result.records:
+                outcome = record.outcome
+                if outcome == AttemptOutcome.SKIPPED:
+                    arm.skipped += 1
+                    continue
+                arm.add(outcome.is_failure, first=record.iteration == 0)
+                if outcome.is_failure:
+                    self._remember(
+                        result, record.iteration, first_line(record.longrepr), record.longrepr
+                    )
+            if result.died:
+                arm.crashed += 1
+                arm.add(True, first=not result.records)
+                why = "timed out" if result.timed_out else f"exited with {result.exit_code}"
+                tail = log_tail(result.directory / "output.log")
+                self._remember(result, len(result.records), f"the process {why} mid-test", tail)
+
+    def _remember(self, result: JobResult, iteration: int, message: str, text: str) -> None:
+        if self.first_failure is not None:
+            return
+        self.first_failure = Failure(
+            phase=result.job.phase,
+            knob=result.job.knob,
+            process=result.number,
+            iteration=iteration,
+            message=message,
+            traceback=text,
+            log=str((result.directory / "output.log").relative_to(self.options.report_dir)),
+        )
+
+    def reproduce(
+        self, ids: Sequence[str], *, knob: str = "baseline", seed: Optional[int] = None
+    ) -> str:
+        """A command a human can paste, from the rootdir, without flakewarden."""
+        located = pytest_args.locate(self.options.command)
+        if located is not None and located.prefix[-2:] == ["-m", "pytest"]:
+            python = located.prefix[:-2]
+        else:
+            python = [self.executable]
+        randomly = (
+            ["-p", "randomly", f"--randomly-seed={seed}"] if seed is not None else NO_RANDOMLY
+        )
+        args = [*randomly, "--tb=long", *ids]
+        if knob == "switch-interval":
+            code = (
+                f"import sys; sys.setswitchinterval({SWITCH_INTERVAL}); import pytest; "
+                "raise SystemExit(pytest.main(sys.argv[1:]))"
+            )
+            line = shlex.join([*python, "-c", code, *args])
+        else:
+            line = shlex.join([*python, "-m", "pytest", *args])
+        if knob.startswith("burn-"):
+            count = self.options.cores * int(knob[5:-1])
+            line = (
+                f"for i in $(seq {count}); do python3 -c 'while True: pass' & done; "
+                f"{line}; kill $(jobs -p)"
+            )
+        return f"cd {shlex.quote(str(self.rootdir))} && {line}"
+
+    def verdict(self, name: str, reason: str, rule: str, **fields: object) -> Verdict:
+        result = Verdict(
+            test_id=self.options.test_id,
+            verdict=name,
+            reason=reason,
+            rule=rule,
+            arms=self.arms,
+            first_failure=self.first_failure,
+            environment=environment(self.options.cores, self.probe),
+            command=self.options.command,
+            started_at=self.started_at,
+            finished_at=_now(),
+            duration=self.elapsed(),
+            version=__version__,
+            notes=self.notes,
+            non_idempotent=dict(self.non_idempotent),
+        )
+        for key, value in fields.items():
+            setattr(result, key, value)
+        return result
+
+
+def log_tail(path: Path, limit: int = 4000) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return text[-limit:].strip()

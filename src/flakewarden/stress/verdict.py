@@ -1,0 +1,312 @@
+"""The stress verdict and its evidence as data: what ``verdict.json`` holds.
+
+A verdict is only as good as the evidence a reviewer can check, so the record
+carries every arm's counts and bounds (first runs in a process apart from
+in-process repeats), the p-values, the rule that decided, the first failing
+run's full traceback and a command that reproduces each arm. Rendering is in
+``verdict_render``, merging shards in ``verdict_merge``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+from flakewarden.errors import ReportError
+from flakewarden.stress import stats
+
+SCHEMA_VERSION = 1
+
+DETERMINISTIC = "deterministic"
+RACE = "race"
+ORDER_DEPENDENT = "order-dependent"
+SEED_DEPENDENT = "seed-dependent"
+NON_IDEMPOTENT = "non-idempotent"
+FLAKY = "flaky"
+NOT_REPRODUCIBLE = "not-reproducible"
+ERROR = "error"
+VERDICTS = (
+    DETERMINISTIC,
+    RACE,
+    ORDER_DEPENDENT,
+    SEED_DEPENDENT,
+    NON_IDEMPOTENT,
+    FLAKY,
+    NOT_REPRODUCIBLE,
+    ERROR,
+)
+
+# Quarantine needs evidence that the failure is not a real break and not a race.
+# An order or seed dependency, or a test that leaks state into itself (it passes
+# its first run in every fresh process and fails when repeated in the same one),
+# is a found, reproducible cause outside timing; a
+# flat rate that no knob moves is the flake quarantine exists for. A test that
+# never failed under any knob bounds the rate of any race it hides (the verdict
+# states the bound and the knobs): the policy's default allows it, and the
+# quarantined test keeps running in every build. A team that wants more can drop
+# it from ``quarantine_policy.allowed_verdicts``.
+QUARANTINE_ALLOWED = {
+    DETERMINISTIC: False,
+    RACE: False,
+    ORDER_DEPENDENT: True,
+    SEED_DEPENDENT: True,
+    NON_IDEMPOTENT: True,
+    FLAKY: True,
+    NOT_REPRODUCIBLE: True,
+    ERROR: False,
+}
+
+KNOB_DESCRIPTIONS = {
+    "baseline": "no knob: fixed order (-p no:randomly), default switch interval, no extra load",
+    "switch-interval": "sys.setswitchinterval(1e-05): threads switch ~500x more often",
+    "burn-1x": "one CPU-burning process per core while the test runs",
+    "burn-2x": "two CPU-burning processes per core while the test runs",
+}
+
+
+@dataclasses.dataclass
+class Arm:
+    """Runs of the test under one phase and knob (one row of evidence).
+
+    ``first_runs`` counts the runs that were the first of their process; the
+    rest are in-process repeats. They are kept apart because a test that leaks
+    state into itself passes every first run and fails its repeats.
+    """
+
+    phase: str
+    knob: str
+    runs: int = 0
+    failures: int = 0
+    processes: int = 0
+    repeat: int = 1
+    skipped: int = 0
+    crashed: int = 0  # processes that died or hung mid-test (each counted as one failure)
+    first_runs: int = 0  # runs that were the first of their process
+    first_failures: int = 0
+    p_value: Optional[float] = None
+    p_adjusted: Optional[float] = None
+    command: str = ""  # reproduces one process of this arm by hand
+    shard: str = ""  # the runner it ran on, after a merge
+
+    @property
+    def rate(self) -> float:
+        return self.failures / self.runs if self.runs else 0.0
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return stats.clopper_pearson(self.failures, self.runs)
+
+    @property
+    def upper(self) -> float:
+        return stats.upper_bound(self.failures, self.runs)
+
+    @property
+    def repeat_runs(self) -> int:
+        return self.runs - self.first_runs
+
+    @property
+    def repeat_failures(self) -> int:
+        return self.failures - self.first_failures
+
+    def add(self, failed: bool, first: bool = True) -> None:
+        """Count one run; ``first`` when it was the first run of its process."""
+        self.runs += 1
+        self.failures += int(failed)
+        if first:
+            self.first_runs += 1
+            self.first_failures += int(failed)
+
+    def to_json(self) -> dict[str, Any]:
+        low, high = self.interval
+        return {
+            "phase": self.phase,
+            "knob": self.knob,
+            "runs": self.runs,
+            "failures": self.failures,
+            "rate": round(self.rate, 6),
+            "interval95": [round(low, 6), round(high, 6)],
+            "upper95": round(self.upper, 6),
+            "processes": self.processes,
+            "repeat": self.repeat,
+            "skipped": self.skipped,
+            "crashed": self.crashed,
+            "first_runs": self.first_runs,
+            "first_failures": self.first_failures,
+            "repeat_runs": self.repeat_runs,
+            "repeat_failures": self.repeat_failures,
+            "p_value": self.p_value,
+            "p_adjusted": self.p_adjusted,
+            "command": self.command,
+            "shard": self.shard,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Arm:
+        runs, failures = int(data.get("runs", 0)), int(data.get("failures", 0))
+        single = int(data.get("repeat", 1)) <= 1  # one run per process: every run was first
+        return cls(
+            phase=str(data["phase"]),
+            knob=str(data["knob"]),
+            runs=runs,
+            failures=failures,
+            processes=int(data.get("processes", 0)),
+            repeat=int(data.get("repeat", 1)),
+            skipped=int(data.get("skipped", 0)),
+            crashed=int(data.get("crashed", 0)),
+            first_runs=int(data.get("first_runs", runs if single else 0)),
+            first_failures=int(data.get("first_failures", failures if single else 0)),
+            p_value=data.get("p_value"),
+            p_adjusted=data.get("p_adjusted"),
+            command=str(data.get("command") or ""),
+            shard=str(data.get("shard") or ""),
+        )
+
+
+@dataclasses.dataclass
+class Failure:
+    """The first failing run: where it ran and its full (``--tb=long``) traceback."""
+
+    phase: str
+    knob: str
+    process: int
+    iteration: int
+    message: str
+    traceback: str
+    log: str = ""  # the process's output file, relative to the report dir
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Failure:
+        return cls(
+            phase=str(data.get("phase") or ""),
+            knob=str(data.get("knob") or ""),
+            process=int(data.get("process", 0)),
+            iteration=int(data.get("iteration", 0)),
+            message=str(data.get("message") or ""),
+            traceback=str(data.get("traceback") or ""),
+            log=str(data.get("log") or ""),
+        )
+
+
+@dataclasses.dataclass
+class Verdict:
+    """What ``flakewarden stress`` concluded about one test, with the evidence."""
+
+    test_id: str
+    verdict: str
+    reason: str
+    rule: str
+    arms: list[Arm] = dataclasses.field(default_factory=list)
+    knob: Optional[str] = None  # race: the tightening knob that raised the rate most
+    polluter: Optional[str] = None  # order-dependent: the test that must run first
+    seed: Optional[int] = None  # seed-dependent: a seed that reproduces the failure
+    statistics: dict[str, Any] = dataclasses.field(default_factory=dict)
+    order: dict[str, Any] = dataclasses.field(default_factory=dict)
+    seeds: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # the in-process repetition evidence when the test leaks state into itself, else empty
+    non_idempotent: dict[str, Any] = dataclasses.field(default_factory=dict)
+    first_failure: Optional[Failure] = None
+    environment: dict[str, Any] = dataclasses.field(default_factory=dict)
+    command: list[str] = dataclasses.field(default_factory=list)
+    started_at: str = ""
+    finished_at: str = ""
+    duration: float = 0.0
+    version: str = ""
+    notes: list[str] = dataclasses.field(default_factory=list)
+    shards: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def quarantine_allowed(self) -> bool:
+        return QUARANTINE_ALLOWED[self.verdict]
+
+    @property
+    def total_runs(self) -> int:
+        return sum(arm.runs for arm in self.arms)
+
+    @property
+    def total_failures(self) -> int:
+        return sum(arm.failures for arm in self.arms)
+
+    def known_race_entry(self, link: Optional[str] = None) -> Optional[str]:
+        """The known-race-patterns entry to add for a race (YAML), else None."""
+        if self.verdict != RACE:
+            return None
+        from flakewarden.github.known_races import race_entry
+
+        return race_entry(self.test_id, self.knob, self.finished_at or self.started_at, link)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "tool": {"name": "flakewarden", "version": self.version},
+            "test_id": self.test_id,
+            "verdict": self.verdict,
+            "quarantine_allowed": self.quarantine_allowed,
+            "reason": self.reason,
+            "rule": self.rule,
+            "knob": self.knob,
+            "polluter": self.polluter,
+            "seed": self.seed,
+            "runs": self.total_runs,
+            "failures": self.total_failures,
+            "arms": [arm.to_json() for arm in self.arms],
+            "statistics": self.statistics,
+            "order": self.order,
+            "seeds": self.seeds,
+            "non_idempotent": self.non_idempotent or None,
+            "first_failure": None if self.first_failure is None else self.first_failure.to_json(),
+            "known_race_entry": self.known_race_entry(),
+            "environment": self.environment,
+            "command": self.command,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "duration": round(self.duration, 3),
+            "notes": self.notes,
+            "shards": self.shards,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Verdict:
+        if data.get("schema") != SCHEMA_VERSION:
+            raise ValueError(f"verdict.json schema {data.get('schema')!r} is not {SCHEMA_VERSION}")
+        if data.get("verdict") not in VERDICTS:
+            raise ValueError(f"unknown verdict {data.get('verdict')!r}")
+        first = data.get("first_failure")
+        seed = data.get("seed")
+        return cls(
+            test_id=str(data["test_id"]),
+            verdict=str(data["verdict"]),
+            reason=str(data.get("reason") or ""),
+            rule=str(data.get("rule") or ""),
+            arms=[Arm.from_json(a) for a in data.get("arms", [])],
+            knob=data.get("knob"),
+            polluter=data.get("polluter"),
+            seed=None if seed is None else int(seed),
+            statistics=dict(data.get("statistics") or {}),
+            order=dict(data.get("order") or {}),
+            seeds=dict(data.get("seeds") or {}),
+            non_idempotent=dict(data.get("non_idempotent") or {}),
+            first_failure=None if not first else Failure.from_json(first),
+            environment=dict(data.get("environment") or {}),
+            command=[str(c) for c in data.get("command", [])],
+            started_at=str(data.get("started_at") or ""),
+            finished_at=str(data.get("finished_at") or ""),
+            duration=float(data.get("duration", 0.0)),
+            version=str(data.get("tool", {}).get("version") or ""),
+            notes=[str(n) for n in data.get("notes", [])],
+            shards=[str(s) for s in data.get("shards", [])],
+        )
+
+
+def read_verdict(directory: Path) -> Verdict:
+    path = directory / "verdict.json" if directory.is_dir() else directory
+    try:
+        return Verdict.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError as exc:
+        raise ReportError(f"no verdict.json in {directory}") from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ReportError(f"cannot read {path}: {exc}") from exc

@@ -1,0 +1,79 @@
+"""Reading report.json back: one reader, clear errors, the documented exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import PYTHON
+
+from flakewarden.errors import ReportError, ReportMissing
+from flakewarden.model import Outcome, RunReport, TestResult
+from flakewarden.reports.report_json import read_report, report_json
+
+MALFORMED = [
+    ("[]", "not a JSON object"),
+    ('{"schema": 1, "tests": [1]}', "not a valid flakewarden report"),
+    ('{"schema": 1, "tests": [{"id": "t", "outcome": "sideways"}]}', "not a valid"),
+    ('{"schema": 2}', "schema 2 is not 1"),
+    ("{not json", "cannot read"),
+    ("", "cannot read"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), MALFORMED)
+def test_malformed_reports_are_report_errors(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "report.json").write_text(text, encoding="utf-8")
+    with pytest.raises(ReportError) as info:
+        read_report(tmp_path)
+    assert message in str(info.value)
+    assert str(tmp_path / "report.json") in str(info.value)
+
+
+def test_missing_report(tmp_path: Path) -> None:
+    with pytest.raises(ReportMissing, match="run flakewarden run first"):
+        read_report(tmp_path)
+
+
+@pytest.mark.parametrize(("command", "code"), [("publish", 3), ("issues", 3)])
+@pytest.mark.parametrize(("text", "message"), MALFORMED[:2])
+def test_commands_reading_a_malformed_report(
+    tmp_path: Path, command: str, code: int, text: str, message: str
+) -> None:
+    (tmp_path / "report.json").write_text(text, encoding="utf-8")
+    done = subprocess.run(
+        [PYTHON, "-m", "flakewarden", command, "--report-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == code, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("flakewarden: error: ") and message in line
+    assert "Traceback" not in done.stderr
+
+
+def test_report_json_round_trips_and_is_one_test_per_line() -> None:
+    report = RunReport(
+        command=["python", "-m", "pytest"],
+        rootdir="/r",
+        tests=[
+            TestResult(
+                id=f"t.py::test_{n}", file="t.py", line=n, outcome=Outcome.PASSED, attempts=[]
+            )
+            for n in range(3)
+        ],
+        attempts=[],
+        order=["t.py::test_0"],
+        exit_code=0,
+        started_at="2026-01-01T00:00:00+00:00",
+        finished_at="2026-01-01T00:00:01+00:00",
+        duration=1.0,
+        version="0",
+    )
+    text = report_json(report.to_json())
+    assert json.loads(text) == report.to_json()
+    test_lines = [line for line in text.splitlines() if line.strip().startswith('{"id"')]
+    assert len(test_lines) == 3

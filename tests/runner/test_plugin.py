@@ -1,0 +1,303 @@
+"""The injected pytest plugin: standard library only, inert unless asked, faithful records."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from conftest import PYTEST, PYTHON, Project, flaky_module
+
+from flakewarden.runner import plugin as pytest_plugin
+from flakewarden.runner.process import plugin_dir, plugin_env
+from flakewarden.runner.results import read_results
+
+SOURCE = Path(pytest_plugin.__file__).read_text(encoding="utf-8")
+
+
+def test_plugin_imports_only_the_standard_library() -> None:
+    tree = ast.parse(SOURCE)
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imported.add(node.module.split(".")[0])
+    # pytest itself is running the plugin; everything else must be stdlib.
+    outside = {m for m in imported if m not in sys.stdlib_module_names} - {"pytest", "_pytest"}
+    assert outside == set()
+    assert "__future__" in imported
+
+
+def test_plugin_parses_as_python_3_9() -> None:
+    ast.parse(SOURCE, feature_version=(3, 9))
+
+
+def _requirements(name: str) -> list[str]:
+    """The distributions ``name`` needs on this interpreter (environment markers applied)."""
+    from packaging.requirements import Requirement
+
+    needed = []
+    for text in importlib.metadata.requires(name) or []:
+        requirement = Requirement(text)
+        if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+            needed.append(requirement.name)
+    return needed
+
+
+def _top_level(name: str) -> list[Path]:
+    """What a distribution installed at the top of site-packages: its packages and metadata."""
+    dist = importlib.metadata.distribution(name)
+    tops = set()
+    for file in dist.files or []:
+        first = file.parts[0]
+        if first.endswith(".data") or first in ("..", "__pycache__"):
+            continue
+        tops.add(Path(str(dist.locate_file(first))))
+    return sorted(tops)
+
+
+def _bare_env_with_only_pytest(tmp_path: Path) -> Path:
+    """A venv whose only third-party packages are pytest and its own dependencies."""
+    venv = tmp_path / "bare"
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    for name in ("pytest", *_requirements("pytest")):
+        for top in _top_level(name):
+            (shelf / top.name).symlink_to(top)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "shelf.pth").write_text(str(shelf) + "\n")
+    return venv / "bin" / "python"
+
+
+def test_tested_environment_needs_nothing_installed(project: Project, tmp_path: Path) -> None:
+    python = _bare_env_with_only_pytest(tmp_path)
+    probe = subprocess.run(
+        [str(python), "-c", "import coverage"], capture_output=True, text=True, check=False
+    )
+    assert probe.returncode != 0, "the bare environment must not see our dependencies"
+    project.write("tests/test_flaky.py", flaky_module("flaky"))
+    result = project.run(command=[str(python), "-m", "pytest"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.outcomes == {"tests/test_flaky.py::test_flaky": "flaky"}
+
+
+def test_plugin_is_inert_without_results_file(project: Project) -> None:
+    project.write("tests/test_ok.py", "def test_ok():\n    pass\n")
+    with plugin_dir() as directory:
+        env = plugin_env(directory, project.root / "unused.jsonl")
+        del env["FLAKEWARDEN_RESULTS"]
+        done = subprocess.run(
+            [*PYTEST, "-q"], cwd=project.root, env=env, capture_output=True, text=True
+        )
+    assert done.returncode == 0, done.stdout
+    assert not (project.root / "unused.jsonl").exists()
+    assert list(project.root.glob("*.jsonl")) == []
+
+
+def test_records_phases_output_order_and_collection_errors(project: Project) -> None:
+    project.write(
+        "tests/test_mix.py",
+        """
+        import sys
+
+        def test_first():
+            pass
+
+        def test_noisy_failure():
+            print("to stdout")
+            print("to stderr", file=sys.stderr)
+            assert 0, "boom"
+        """,
+    )
+    project.write("tests/test_broken.py", "raise ImportError('cannot import thing')\n")
+    results_file = project.root / "results.jsonl"
+    with plugin_dir() as directory:
+        env = plugin_env(directory, results_file)
+        env.pop("PYTEST_XDIST_WORKER", None)
+        subprocess.run(
+            [*PYTEST, "--continue-on-collection-errors"],
+            cwd=project.root,
+            env=env,
+            capture_output=True,
+            check=False,
+        )
+    results = read_results(results_file)
+    assert results.config is not None
+    assert results.config["rootdir"] == str(project.root)
+    assert results.exitstatus == 1
+    assert results.order == [
+        "tests/test_mix.py::test_first",
+        "tests/test_mix.py::test_noisy_failure",
+    ]
+    noisy = results.tests[1]
+    assert [(p.when, p.outcome) for p in noisy.phases] == [
+        ("setup", "passed"),
+        ("call", "failed"),
+        ("teardown", "passed"),
+    ]
+    assert noisy.stdout == "to stdout\n"
+    assert noisy.stderr == "to stderr\n"
+    assert [r.index for r in results.tests] == [0, 1]
+    assert results.collect_errors[0][0] == "tests/test_broken.py"
+    assert "cannot import thing" in results.collect_errors[0][1]
+    assert all(json.loads(line) for line in results_file.read_text().splitlines())
+
+
+def test_huge_failure_text_is_clipped(project: Project) -> None:
+    project.write(
+        "tests/test_big.py",
+        """
+        def test_big():
+            assert False, "x" * 200_000
+        """,
+    )
+    results_file = project.root / "results.jsonl"
+    with plugin_dir() as directory:
+        subprocess.run(
+            PYTEST,
+            cwd=project.root,
+            env=plugin_env(directory, results_file),
+            capture_output=True,
+            check=False,
+        )
+    record = read_results(results_file).tests[0]
+    text = record.phases[1].longrepr
+    assert len(text) < 25_000
+    assert "characters cut by flakewarden" in text
+    assert os.path.getsize(results_file) < 100_000
+
+
+def test_sigterm_keeps_buffered_records_and_still_kills(project: Project) -> None:
+    started = project.root / "started"
+    project.write(
+        "tests/test_order.py",
+        f"""
+        import time
+        from pathlib import Path
+
+        def test_quick():
+            pass
+
+        def test_hangs():
+            Path({str(started)!r}).write_text("x")
+            time.sleep(60)
+        """,
+    )
+    results_file = project.root / "results.jsonl"
+    with plugin_dir() as directory:
+        child = subprocess.Popen(
+            PYTEST,
+            cwd=project.root,
+            env=plugin_env(directory, results_file),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(600):
+            if started.exists():
+                break
+            time.sleep(0.05)
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == -signal.SIGTERM  # it still dies by the signal
+    results = read_results(results_file)
+    assert [record.id for record in results.tests] == ["tests/test_order.py::test_quick"]
+    assert results.exitstatus is None
+
+
+def _record(project: Project, *args: str) -> list[dict[str, Any]]:
+    results_file = project.root / "results.jsonl"
+    results_file.unlink(missing_ok=True)
+    with plugin_dir() as directory:
+        env = plugin_env(directory, results_file)
+        env.pop("PYTEST_XDIST_WORKER", None)
+        subprocess.run(
+            [*PYTEST, *args], cwd=project.root, env=env, capture_output=True, check=False
+        )
+    return [json.loads(line) for line in results_file.read_text().splitlines()]
+
+
+def test_records_subtests_apart_from_phases_and_pytest_s_own_counts(project: Project) -> None:
+    project.write(
+        "tests/test_sub.py",
+        """
+        import unittest
+
+        class T(unittest.TestCase):
+            def test_sub(self):
+                for i in range(2):
+                    with self.subTest(i=i):
+                        print("in", i)
+                        self.assertEqual(i, 0)
+        """,
+    )
+    for verbosity in ([], ["-qq"]):
+        records = _record(project, *verbosity)
+        (test,) = [r for r in records if r["kind"] == "test"]
+        # The TestCase's own call passes; the failure is only in its subtest.
+        assert [(p["when"], p["outcome"]) for p in test["phases"]] == [
+            ("setup", "passed"),
+            ("call", "passed"),
+            ("teardown", "passed"),
+        ]
+        subtests = test["subtests"]
+        assert [(s["description"], s["outcome"]) for s in subtests] == [
+            ("(i=0)", "passed"),
+            ("(i=1)", "failed"),
+        ]
+        assert "AssertionError: 1 != 0" in subtests[1]["longrepr"]
+        (stats,) = [r for r in records if r["kind"] == "pytest_stats"]
+        # The line itself varies (-qq shows "1 subtests passed"); the split does not.
+        assert {k: stats["summary"][k] for k in ("failed", "passed")} == {"failed": 1, "passed": 1}
+        assert stats["tests"] == {"passed": 1}
+        assert stats["subtests"] == {"passed": 1, "failed": 1}
+        assert stats["failed_ids"] == ["tests/test_sub.py::T::test_sub"]
+    records = _record(project, "-p", "no:terminal")
+    assert [r["kind"] for r in records if r["kind"] == "pytest_stats"] == []
+    assert [r["kind"] for r in records][-1] == "session"
+
+
+def test_a_test_the_session_ended_inside_is_still_recorded(project: Project) -> None:
+    project.write(
+        "tests/test_exit.py",
+        """
+        import pytest
+
+        def test_exit():
+            pytest.exit("enough")
+        """,
+    )
+    records = _record(project)
+    (test,) = [r for r in records if r["kind"] == "test"]
+    assert test["id"] == "tests/test_exit.py::test_exit"
+    assert test["unfinished"] == "_pytest.outcomes.Exit: enough"
+    assert test["line"] == 3
+
+
+def test_a_skip_inside_the_call_keeps_its_reason(project: Project) -> None:
+    project.write(
+        "tests/test_skip.py",
+        """
+        import pytest
+
+        def test_skips():
+            pytest.skip("not on this machine")
+        """,
+    )
+    (test,) = [r for r in _record(project) if r["kind"] == "test"]
+    call = [p for p in test["phases"] if p["when"] == "call"]
+    assert call == [
+        {
+            "when": "call",
+            "outcome": "skipped",
+            "duration": call[0]["duration"],
+            "longrepr": "Skipped: not on this machine",
+        }
+    ]

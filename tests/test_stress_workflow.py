@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from flakewarden.stress.verdict import Arm, Verdict, read_verdict, write_verdict
+from flakewarden.stress.verdict import Arm, Verdict, read_verdict
+from flakewarden.stress.verdict_render import write_verdict
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW = REPO / ".github" / "workflows" / "stress.yml"

@@ -150,6 +150,10 @@ def counts_check(p: Prepared, scenario: str, extra: Sequence[str]) -> Check:
                 "(subtests, not marked as such); report.json folds them into "
                 f"{folded['passed']} passed, {folded['failed']} failed"
             )
+    # flakewarden's own consistency check compares the same two things on every attempt.
+    disagreements = data["attempts"][0].get("disagreements") or []
+    if disagreements:
+        problems.append("flakewarden's consistency check: " + "; ".join(disagreements))
     reruns = len(data["attempts"]) - 1
     totals = data["totals"]
     if reruns:

@@ -23,7 +23,7 @@ from github_fixtures import FakeClock, checked_emulator, emulator_env, flaky, wr
 
 from flakewarden.cli import main
 from flakewarden.errors import GitHubError
-from flakewarden.github.quarantine import fetch_quarantined_set
+from flakewarden.github.quarantine_set import fetch_quarantined_set
 
 REPO = "octo-org/octo-repo"
 

@@ -21,7 +21,8 @@ from github_emulator import (
 from github_fixtures import FakeClock, FakeSleep, checked_emulator, make_client
 
 from flakewarden.errors import GitHubError
-from flakewarden.github.api import BODY_LIMIT, GitHubClient, GitHubRequestError, cap_body
+from flakewarden.github.api import BODY_LIMIT, GitHubClient, cap_body
+from flakewarden.github.api_errors import GitHubRequestError
 
 ISSUES = "/repos/octo-org/octo-repo/issues"
 

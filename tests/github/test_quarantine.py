@@ -24,14 +24,10 @@ from github_fixtures import (
 
 from flakewarden.cli import main
 from flakewarden.github.flake_issues import LABEL, iso, title_for
+from flakewarden.github.known_races import parse_race_patterns, race_entry, race_entry_for
 from flakewarden.github.marker import format_marker, id_fields, read_marker
-from flakewarden.github.quarantine import (
-    ESCALATED,
-    QUARANTINED,
-    parse_race_patterns,
-    race_entry,
-    race_entry_for,
-)
+from flakewarden.github.quarantine import ESCALATED
+from flakewarden.github.quarantine_set import QUARANTINED
 from flakewarden.model import AttemptOutcome, AttemptResult, Outcome, TestResult
 
 TEST = "tests/test_cache.py::test_fill"

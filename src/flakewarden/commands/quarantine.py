@@ -95,12 +95,14 @@ def run_quarantine(args: argparse.Namespace) -> int:
     from flakewarden.github import quarantine as q
     from flakewarden.github.api import GitHubClient
     from flakewarden.github.flake_issues import FlakeTracker, RunContext
+    from flakewarden.github.known_races import read_race_patterns
+    from flakewarden.github.quarantine_set import QUARANTINED
 
     race_path = Path(config.known_race_patterns)
     if not race_path.is_absolute():
         race_path = cwd / race_path
     explicit = config.known_race_patterns != DEFAULT_RACE_FILE
-    races, race_problem = q.read_race_patterns(race_path, explicit)
+    races, race_problem = read_race_patterns(race_path, explicit)
     ctx = RunContext.from_env()
     client = GitHubClient.from_env(args.token)
     try:
@@ -128,7 +130,7 @@ def run_quarantine(args: argparse.Namespace) -> int:
         sys.stdout.write(f"flakewarden: the refusal is recorded on #{target.issue.number} {url}\n")
         return int(ExitCode.TESTS_FAILED)
     since = target.issue.marker.get("quarantined_at")
-    if q.QUARANTINED in target.labels:
+    if QUARANTINED in target.labels:
         sys.stdout.write(
             f"flakewarden: {one_line(args.test_id)} is already quarantined "
             f"(since {since or 'an unknown date'}) #{target.issue.number} {url}\n"

@@ -12,14 +12,15 @@ Bookkeeping must never hold a CI job hostage, so a client may carry one overall
 outlast it is started, and a refused connection or an unknown host (nobody is
 listening there; asking again will not change that) is not retried at all.
 Once one request has used up its retries, later ones get a single try each
-until one succeeds: an outage is confirmed once, not once per request.
+until one succeeds: an outage is confirmed once, not once per request. What an
+error answer means (its type, whether it is final, the wait a rate limit asks
+for, the message) is read in ``api_errors``.
 """
 
 from __future__ import annotations
 
 import os
 import random
-import socket
 import threading
 import time
 import urllib.parse
@@ -30,6 +31,13 @@ import requests
 
 from flakewarden import __version__
 from flakewarden.errors import GitHubError
+from flakewarden.github.api_errors import (
+    RETRY_STATUSES,
+    GitHubRequestError,
+    error_message,
+    rate_limit_wait,
+    unreachable,
+)
 
 DEFAULT_API_URL = "https://api.github.com"
 USER_AGENT = f"flakewarden/{__version__} (+https://github.com/flakewarden/flakewarden)"
@@ -38,33 +46,6 @@ API_VERSION = "2022-11-28"
 # GitHub rejects issue and comment bodies longer than this many characters.
 BODY_LIMIT = 65_536
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
-RETRY_STATUSES = frozenset({500, 502, 503, 504})
-PERMISSION_HINT = (
-    "give the token `issues: write` (workflow `permissions:`); "
-    "a fork's pull request only gets a read-only token"
-)
-
-
-# Errors after which every further request would fail the same way.
-STOP_STATUSES = frozenset({401, 403, 404, 410, 429})
-
-
-class GitHubRequestError(GitHubError):
-    """A request GitHub answered with an error status (``status``) or never answered (0).
-
-    ``final`` says that every further request would fail the same way (the deadline
-    is spent, the API is unreachable, the token is refused): callers stop there.
-    """
-
-    def __init__(self, message: str, status: int = 0, final: bool = False) -> None:
-        super().__init__(message)
-        self.status = status
-        self.final = final or status in STOP_STATUSES
-
-    @property
-    def is_auth(self) -> bool:
-        """True when retrying with the same token cannot help (401, 403 without rate limit)."""
-        return self.status in (401, 403, 404)
 
 
 def cap_body(text: str, limit: int = BODY_LIMIT - 1) -> str:
@@ -77,18 +58,6 @@ def cap_body(text: str, limit: int = BODY_LIMIT - 1) -> str:
     )
     keep = max(0, limit - len(note))
     return text[:keep] + note
-
-
-def mask(text: str, token: str) -> str:
-    """Replace every occurrence of the token in ``text``."""
-    if token and len(token) >= 4:
-        return text.replace(token, "***")
-    return text
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class GitHubClient:
@@ -243,10 +212,10 @@ class GitHubClient:
                 requests.Timeout,
                 requests.exceptions.ChunkedEncodingError,
             ) as exc:
-                unreachable = _unreachable(exc)
-                if unreachable:
+                why = unreachable(exc)
+                if why:
                     raise GitHubRequestError(
-                        f"{what} failed: {unreachable}; check that GITHUB_API_URL "
+                        f"{what} failed: {why}; check that GITHUB_API_URL "
                         f"({self.api_url}) is right and reachable from this runner",
                         final=True,
                     ) from None
@@ -280,7 +249,13 @@ class GitHubClient:
                 continue
 
             if status in (403, 429):
-                wait = self._rate_limit_wait(response, rate_limited)
+                wait = rate_limit_wait(
+                    response,
+                    rate_limited,
+                    secondary_wait=self.secondary_wait,
+                    max_wait=self.max_wait,
+                    clock=self._clock,
+                )
                 if wait is not None:
                     rate_limited += 1
                     if rate_limited > self.max_retries:
@@ -294,7 +269,7 @@ class GitHubClient:
 
             self._outage = False
             if status >= 400:
-                raise GitHubRequestError(self._error_message(what, response), status)
+                raise GitHubRequestError(error_message(what, response, self._token), status)
             return response
 
     def remaining(self) -> Optional[float]:
@@ -337,65 +312,6 @@ class GitHubClient:
         base = self.backoff * 2.0 ** (failures - 1)
         return base + random.uniform(0, base / 4)
 
-    def _rate_limit_wait(self, response: requests.Response, waited: int) -> Optional[float]:
-        """How long GitHub asks us to wait, or ``None`` when this is not a rate limit.
-
-        Raises when the wait would exceed ``max_wait``: sleeping through an hour's
-        reset would hold a CI job hostage for bookkeeping.
-        """
-        headers = response.headers
-        retry_after = headers.get("retry-after")
-        remaining = headers.get("x-ratelimit-remaining")
-        wait: Optional[float] = None
-        reason = ""
-        if retry_after is not None:
-            try:
-                wait = max(0.0, float(retry_after))
-            except ValueError:
-                wait = self.secondary_wait
-            reason = f"retry-after {retry_after}"
-        elif remaining == "0":
-            reset = headers.get("x-ratelimit-reset", "")
-            try:
-                wait = max(0.0, float(reset) - self._clock()) + 1.0
-            except ValueError:
-                wait = self.secondary_wait
-            reason = "the rate limit resets at " + (
-                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(reset)))
-                if reset.isdigit() and len(reset) <= 11
-                else repr(reset)
-            )
-        elif response.status_code == 429 or "rate limit" in _message(response).lower():
-            wait = self.secondary_wait * 2.0**waited
-            reason = "secondary rate limit"
-        if wait is None:
-            return None
-        if wait > self.max_wait:
-            raise GitHubRequestError(
-                f"GitHub rate limit: {reason}, which is more than the {self.max_wait:.0f} s "
-                "flakewarden waits; run again later or use a token with a higher limit",
-                response.status_code,
-            )
-        return wait
-
-    def _error_message(self, what: str, response: requests.Response) -> str:
-        status = response.status_code
-        message = _message(response)
-        detail = f"GitHub answered {status}" + (f": {message}" if message else "")
-        if status == 401:
-            hint = "the token is invalid or expired; set GITHUB_TOKEN to a valid token"
-        elif status in (403, 404):
-            hint = PERMISSION_HINT
-            if status == 404:
-                hint = "check GITHUB_REPOSITORY and that the token can see it; " + hint
-        elif status == 422:
-            hint = "GitHub rejected the content"
-        elif status == 410:
-            hint = "issues are disabled for this repository; enable them in its settings"
-        else:
-            hint = "see the message above"
-        return mask(_one_line(f"{what} failed: {detail}; {hint}", 500), self._token)
-
     # -- conveniences ---------------------------------------------------------
 
     def get_json(self, path: str, params: Optional[Mapping[str, Any]] = None) -> Any:
@@ -432,61 +348,11 @@ class GitHubClient:
             url, query = (next_link or None), None
 
 
-def _unreachable(exc: BaseException) -> str:
-    """Why nobody can answer at all (refused, unknown host), or ``""`` for a transient failure.
-
-    A timeout, a dropped connection or a reset may go away on a retry; a refused
-    connection or a name that does not resolve will not within a CI job.
-    """
-    if isinstance(exc, requests.Timeout):
-        return ""
-    seen: set[int] = set()
-    pending: list[BaseException] = [exc]
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, socket.gaierror):
-            return "the host name does not resolve (DNS)"
-        if isinstance(current, ConnectionRefusedError):
-            return "the connection was refused (nothing listens there)"
-        if "Failed to resolve" in str(current) or "Name or service not known" in str(current):
-            return "the host name does not resolve (DNS)"
-        for nested in (*current.args, getattr(current, "reason", None)):
-            if isinstance(nested, BaseException):
-                pending.append(nested)
-        for nested in (current.__cause__, current.__context__):
-            if nested is not None:
-                pending.append(nested)
-    return ""
-
-
 def _capped(body: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(body)
     if isinstance(out.get("body"), str):
         out["body"] = cap_body(out["body"])
     return out
-
-
-def _message(response: requests.Response) -> str:
-    try:
-        data = response.json()
-    except ValueError:
-        return ""
-    if not isinstance(data, dict):
-        return ""
-    message = str(data.get("message") or "")
-    errors = data.get("errors")
-    if isinstance(errors, list):
-        details = [
-            str(e.get("message") or e.get("code") or "") if isinstance(e, dict) else str(e)
-            for e in errors
-        ]
-        details = [d for d in details if d]
-        if details:
-            message += " (" + "; ".join(details) + ")"
-    return message
 
 
 def _json(response: requests.Response) -> Any:

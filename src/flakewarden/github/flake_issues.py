@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from flakewarden.errors import GitHubError
-from flakewarden.github.api import BODY_LIMIT, GitHubClient, GitHubRequestError
+from flakewarden.github.api import BODY_LIMIT, GitHubClient
+from flakewarden.github.api_errors import GitHubRequestError
 from flakewarden.github.flake_merge import absorb, adopt, dedup, duplicates_of
 from flakewarden.github.flake_records import (
     LABEL as LABEL,

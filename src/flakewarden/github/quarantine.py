@@ -7,6 +7,8 @@ issue step counts its runs and failures in the marker. ``reevaluate`` proposes
 a release to the owner once the recent failure rate drops below
 ``exit_failure_rate`` (entry needs more: that gap is the hysteresis) and
 escalates a quarantine older than ``max_days``. Nothing is released silently.
+This module acts on GitHub (labels, markers, comments); the conditions and
+counts it decides by are in ``quarantine_policy``.
 """
 
 from __future__ import annotations
@@ -19,24 +21,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
 
-from flakewarden.config import NEVER_QUARANTINE, QuarantinePolicy
+from flakewarden.config import QuarantinePolicy
 from flakewarden.errors import FlakewardenError
 from flakewarden.github import gha
 from flakewarden.github import markdown as md
 from flakewarden.github.flake_issues import FlakeIssue, FlakeTracker, RunContext, iso
-from flakewarden.github.known_races import (
-    parse_race_patterns as parse_race_patterns,
-)
-from flakewarden.github.known_races import race_entry as race_entry
-from flakewarden.github.known_races import race_entry_for as race_entry_for
-from flakewarden.github.known_races import read_race_patterns as read_race_patterns
 from flakewarden.github.marker import read_marker
-
-# The quarantined set is read in its own module; these names stay importable from here.
-from flakewarden.github.quarantine_set import QUARANTINE_READ_DEADLINE as QUARANTINE_READ_DEADLINE
-from flakewarden.github.quarantine_set import QUARANTINED as QUARANTINED
-from flakewarden.github.quarantine_set import fetch_quarantined_set as fetch_quarantined_set
-from flakewarden.github.quarantine_set import quarantined_issues as quarantined_issues
+from flakewarden.github.quarantine_policy import parse_time, recent_rate, unmet_conditions
+from flakewarden.github.quarantine_set import QUARANTINED, quarantined_issues
 from flakewarden.model import ExitCode
 
 QUARANTINED_COLOR = "fbca04"
@@ -44,8 +36,6 @@ QUARANTINED_DESCRIPTION = "Flaky test quarantined under policy: still runs, does
 ESCALATED = "flake-escalated"
 ESCALATED_COLOR = "b60205"
 ESCALATED_DESCRIPTION = "Quarantined longer than the policy's max_days: needs a decision"
-# The marker keeps the last outcomes of a quarantined test ("p" passed, "f" failed), newest last.
-RECENT_WINDOW = 200
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
 
 
@@ -53,99 +43,6 @@ class Refused(FlakewardenError):
     """A quarantine, release or lookup that cannot be done for this test (exit 1)."""
 
     exit_code = ExitCode.TESTS_FAILED
-
-
-# -- the policy --------------------------------------------------------------------------
-
-
-def parse_time(value: Any) -> Optional[dt.datetime]:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
-
-
-def unmet_conditions(
-    test_id: str,
-    marker: Mapping[str, Any],
-    policy: QuarantinePolicy,
-    races: Mapping[str, str],
-    now: dt.datetime,
-    race_file: str = "known-race-patterns.md",
-) -> list[str]:
-    """Every condition of the policy this test does not meet; empty means it may be quarantined.
-
-    ``require_stress_verdict: false`` relaxes only the verdict's presence, age and
-    allowed list: a recorded race or real break refuses whatever the file says.
-    """
-    unmet = []
-    hits = int(marker.get("hits") or 0)
-    if hits < policy.min_failures:
-        unmet.append(
-            f"it has {hits} recorded hit(s); the policy needs at least {policy.min_failures} "
-            "(quarantine_policy.min_failures)"
-        )
-    verdict = marker.get("verdict")
-    verdict = verdict if isinstance(verdict, str) and verdict else None
-    if verdict in NEVER_QUARANTINE:
-        unmet.append(
-            f"its stress verdict is {verdict!r}: a race or a real break is fixed, never quarantined"
-        )
-        if verdict == "race" and race_entry_for(test_id, races) is None:
-            entry = race_entry(
-                test_id,
-                marker.get("verdict_knob"),
-                str(marker.get("verdict_at")),
-                marker.get("verdict_url"),
-            )
-            unmet.append(f"record it in {race_file}:\n{entry.rstrip()}")
-    elif policy.require_stress_verdict:
-        if verdict is None:
-            unmet.append(
-                "no stress verdict is recorded on its issue; run `flakewarden stress "
-                f"{test_id} --comment -- python -m pytest` (or the stress workflow) first"
-            )
-        else:
-            if verdict not in policy.allowed_verdicts:
-                allowed = ", ".join(policy.allowed_verdicts)
-                unmet.append(
-                    f"its stress verdict {verdict!r} is not one the policy allows ({allowed}; "
-                    "quarantine_policy.allowed_verdicts)"
-                )
-            at = parse_time(marker.get("verdict_at"))
-            if at is None:
-                unmet.append("its stress verdict has no readable date (verdict_at)")
-            else:
-                age = (now - at).total_seconds() / 86400
-                if age > policy.verdict_max_age_days:
-                    unmet.append(
-                        f"its stress verdict is {age:.0f} days old; the policy accepts at most "
-                        f"{policy.verdict_max_age_days:g} (quarantine_policy.verdict_max_age_days)"
-                        "; stress it again"
-                    )
-    listed = race_entry_for(test_id, races)
-    if listed is not None:
-        unmet.append(f"it is listed as a known race in {race_file}:\n{listed}")
-    return unmet
-
-
-def recent_rate(marker: Mapping[str, Any], policy: QuarantinePolicy) -> tuple[int, int]:
-    """(runs, failures) the release decision uses: the recent window, or every run since
-    quarantine when ``min_runs_to_release`` is larger than the window."""
-    recent = str(marker.get("recent") or "")
-    if policy.min_runs_to_release <= RECENT_WINDOW:
-        return len(recent), recent.count("f")
-    return int(marker.get("runs") or 0), int(marker.get("failures") or 0)
-
-
-def count_outcome(marker: dict[str, Any], failed: bool) -> None:
-    """Count one run of a quarantined test in its marker (``runs``, ``failures``, ``recent``)."""
-    marker["runs"] = int(marker.get("runs") or 0) + 1
-    marker["failures"] = int(marker.get("failures") or 0) + int(failed)
-    marker["recent"] = (str(marker.get("recent") or "") + ("f" if failed else "p"))[-RECENT_WINDOW:]
 
 
 # -- GitHub ------------------------------------------------------------------------------

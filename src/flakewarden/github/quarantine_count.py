@@ -15,6 +15,8 @@ from flakewarden.errors import GitHubError
 from flakewarden.github.api import GitHubClient
 from flakewarden.github.flake_issues import FlakeTracker, MalformedMarker, is_final, iso
 from flakewarden.github.marker import hits_of, key_for, key_of
+from flakewarden.github.quarantine_policy import count_outcome
+from flakewarden.github.quarantine_set import quarantined_issues
 from flakewarden.model import Outcome, TestResult
 
 
@@ -40,8 +42,6 @@ def count_quarantined(
     issues for the flaky tests neither ``counted`` nor ``skipped`` here; never
     raises ``GitHubError``.
     """
-    from flakewarden.github.quarantine import count_outcome, quarantined_issues
-
     now = now or dt.datetime.now(dt.timezone.utc)
     tracker = FlakeTracker(client, repository)
     result = QuarantineCount()

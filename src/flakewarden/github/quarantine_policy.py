@@ -1,0 +1,108 @@
+"""The quarantine policy itself: which conditions a test must meet to be quarantined, and
+the counts its release is decided from.
+
+Pure functions of an issue's marker and the policy (no request is sent), kept apart
+from ``quarantine.py``, which changes labels and writes comments on GitHub.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from flakewarden.config import NEVER_QUARANTINE, QuarantinePolicy
+from flakewarden.github.known_races import race_entry, race_entry_for
+
+# The marker keeps the last outcomes of a quarantined test ("p" passed, "f" failed), newest last.
+RECENT_WINDOW = 200
+
+
+def parse_time(value: Any) -> Optional[dt.datetime]:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
+def unmet_conditions(
+    test_id: str,
+    marker: Mapping[str, Any],
+    policy: QuarantinePolicy,
+    races: Mapping[str, str],
+    now: dt.datetime,
+    race_file: str = "known-race-patterns.md",
+) -> list[str]:
+    """Every condition of the policy this test does not meet; empty means it may be quarantined.
+
+    ``require_stress_verdict: false`` relaxes only the verdict's presence, age and
+    allowed list: a recorded race or real break refuses whatever the file says.
+    """
+    unmet = []
+    hits = int(marker.get("hits") or 0)
+    if hits < policy.min_failures:
+        unmet.append(
+            f"it has {hits} recorded hit(s); the policy needs at least {policy.min_failures} "
+            "(quarantine_policy.min_failures)"
+        )
+    verdict = marker.get("verdict")
+    verdict = verdict if isinstance(verdict, str) and verdict else None
+    if verdict in NEVER_QUARANTINE:
+        unmet.append(
+            f"its stress verdict is {verdict!r}: a race or a real break is fixed, never quarantined"
+        )
+        if verdict == "race" and race_entry_for(test_id, races) is None:
+            entry = race_entry(
+                test_id,
+                marker.get("verdict_knob"),
+                str(marker.get("verdict_at")),
+                marker.get("verdict_url"),
+            )
+            unmet.append(f"record it in {race_file}:\n{entry.rstrip()}")
+    elif policy.require_stress_verdict:
+        if verdict is None:
+            unmet.append(
+                "no stress verdict is recorded on its issue; run `flakewarden stress "
+                f"{test_id} --comment -- python -m pytest` (or the stress workflow) first"
+            )
+        else:
+            if verdict not in policy.allowed_verdicts:
+                allowed = ", ".join(policy.allowed_verdicts)
+                unmet.append(
+                    f"its stress verdict {verdict!r} is not one the policy allows ({allowed}; "
+                    "quarantine_policy.allowed_verdicts)"
+                )
+            at = parse_time(marker.get("verdict_at"))
+            if at is None:
+                unmet.append("its stress verdict has no readable date (verdict_at)")
+            else:
+                age = (now - at).total_seconds() / 86400
+                if age > policy.verdict_max_age_days:
+                    unmet.append(
+                        f"its stress verdict is {age:.0f} days old; the policy accepts at most "
+                        f"{policy.verdict_max_age_days:g} (quarantine_policy.verdict_max_age_days)"
+                        "; stress it again"
+                    )
+    listed = race_entry_for(test_id, races)
+    if listed is not None:
+        unmet.append(f"it is listed as a known race in {race_file}:\n{listed}")
+    return unmet
+
+
+def recent_rate(marker: Mapping[str, Any], policy: QuarantinePolicy) -> tuple[int, int]:
+    """(runs, failures) the release decision uses: the recent window, or every run since
+    quarantine when ``min_runs_to_release`` is larger than the window."""
+    recent = str(marker.get("recent") or "")
+    if policy.min_runs_to_release <= RECENT_WINDOW:
+        return len(recent), recent.count("f")
+    return int(marker.get("runs") or 0), int(marker.get("failures") or 0)
+
+
+def count_outcome(marker: dict[str, Any], failed: bool) -> None:
+    """Count one run of a quarantined test in its marker (``runs``, ``failures``, ``recent``)."""
+    marker["runs"] = int(marker.get("runs") or 0) + 1
+    marker["failures"] = int(marker.get("failures") or 0) + int(failed)
+    marker["recent"] = (str(marker.get("recent") or "") + ("f" if failed else "p"))[-RECENT_WINDOW:]

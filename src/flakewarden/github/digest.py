@@ -203,7 +203,7 @@ def render(repository: str, entries: list[Entry], now: dt.datetime, rows: int = 
     return "\n".join(lines)
 
 
-# What ``github_api.cap_body`` appended where it cut a body: a ranking cut there lost its end.
+# What ``api.cap_body`` appended where it cut a body: a ranking cut there lost its end.
 _CUT_NOTE = "_flakewarden cut this text here:"
 
 

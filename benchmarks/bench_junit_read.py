@@ -76,7 +76,7 @@ def generate(path: Path, cases: int) -> dict[str, int]:
 
 
 def _read_flakewarden(path: Path) -> dict[str, int]:
-    from flakewarden.reports.junit import iter_junit_cases
+    from flakewarden.reports.junit_read import iter_junit_cases
 
     counts: dict[str, int] = {}
     for case in iter_junit_cases(path):
@@ -120,7 +120,7 @@ def child(reader: str, path: Path, mode: str) -> None:
     sys.path.insert(0, str(src))
     import junitparser  # noqa: F401 - imported before measuring, as both readers need it
 
-    import flakewarden.reports.junit  # noqa: F401
+    import flakewarden.reports.junit_read  # noqa: F401
 
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if reader == "none":

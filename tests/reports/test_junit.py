@@ -16,13 +16,8 @@ from junitparser import xunit2
 
 from flakewarden.errors import ReportError
 from flakewarden.model import AttemptOutcome, AttemptResult, Outcome, RunReport, Subtest, TestResult
-from flakewarden.reports.junit import (
-    JUnitCase,
-    iter_junit_cases,
-    split_node_id,
-    write_junit,
-    xml_safe,
-)
+from flakewarden.reports.junit import split_node_id, write_junit, xml_safe
+from flakewarden.reports.junit_read import JUnitCase, iter_junit_cases
 
 TRACE = (
     "def test_x():\n>       assert 1 == 2\nE       assert 1 == 2\n\n"

@@ -8,14 +8,14 @@ The policy, in order:
 - otherwise the tests still failing are rerun together in one fresh process,
   up to ``reruns`` times, keeping every option and replacing only the selection.
 What failed is decided from the plugin's records keyed by node id, never from
-an exit code or from JUnit.
+an exit code or from JUnit. Turning the records into outcomes and an exit code is
+in ``folding``; measuring coverage through the attempts is in ``coverage_run``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,24 +23,13 @@ from typing import IO, Any, Callable, Optional
 
 from flakewarden import __version__
 from flakewarden.console import plural
-from flakewarden.errors import UsageError
-from flakewarden.model import (
-    Attempt,
-    AttemptOutcome,
-    AttemptResult,
-    CoverageSummary,
-    ExitCode,
-    Outcome,
-    RunReport,
-    TestRecord,
-    TestResult,
-    first_line,
-    id_key,
-)
+from flakewarden.model import Attempt, ExitCode, RunReport, TestRecord, first_line
 from flakewarden.reports.report_json import claim_directory
 from flakewarden.runner import consistency, pytest_args
 from flakewarden.runner.attempt_process import PartRunner
+from flakewarden.runner.coverage_run import coverage_command, merge_coverage
 from flakewarden.runner.crashes import continue_attempt, finished, worker_crashes
+from flakewarden.runner.folding import exit_code, fold
 from flakewarden.runner.process import Interrupted, plugin_dir, resolve_executable
 from flakewarden.runner.results import ProcessResults
 from flakewarden.runner.sessions import judge_session
@@ -112,39 +101,6 @@ REPORT_FILES = (
 )
 
 
-def coverage_command(command: Sequence[str], cwd: Path) -> list[str]:
-    """Wrap a pytest command in ``coverage run`` (``--coverage``)."""
-    located = pytest_args.locate(command)
-    if located is None:
-        raise UsageError(
-            "--coverage needs a command that runs pytest (python -m pytest or pytest); "
-            "for other commands measure with pytest-cov (--cov)"
-        )
-    prefix = located.prefix
-    if prefix[-2:] == ["-m", "pytest"]:
-        return [*prefix[:-2], "-m", "coverage", "run", "-m", "pytest", *located.args]
-    program = shutil.which(prefix[-1], path=None) or prefix[-1]
-    interpreter = _shebang_interpreter(Path(program))
-    if interpreter is None:
-        raise UsageError(
-            f"--coverage cannot tell which Python runs {prefix[-1]}: "
-            "write the command as python -m pytest"
-        )
-    return [*interpreter, "-m", "coverage", "run", "-m", "pytest", *located.args]
-
-
-def _shebang_interpreter(script: Path) -> Optional[list[str]]:
-    try:
-        with open(script, "rb") as stream:
-            first = stream.readline(4096).decode("utf-8", "replace").strip()
-    except OSError:
-        return None
-    if not first.startswith("#!"):
-        return None
-    parts = first[2:].split()
-    return parts or None
-
-
 def run_attempts(options: RunOptions, say: Say) -> RunReport:
     """Run the attempts, fold them into a ``RunReport`` (not yet written)."""
     started_at, started = now_iso(), time.monotonic()
@@ -180,7 +136,7 @@ def run_attempts(options: RunOptions, say: Say) -> RunReport:
             state.problems.append(f"interrupted by {exc}{running}: the report shows what ran")
             say(f"interrupted by {exc}; writing the report of what ran")
 
-    tests = _fold(state, options.quarantined)
+    tests = fold(state.order, state.records, options.quarantined)
     report = RunReport(
         command=list(options.command),
         rootdir=state.rootdir or str(options.cwd),
@@ -200,8 +156,19 @@ def run_attempts(options: RunOptions, say: Say) -> RunReport:
         quarantine_known=sorted(options.quarantined),
     )
     if measure and state.attempts:
-        report.coverage = _merge_coverage(options, state, fail_under)
-    report.exit_code = _exit_code(report, state, options)
+        report.coverage = merge_coverage(
+            state.attempts,
+            options.report_dir,
+            command=options.command,
+            cwd=options.cwd,
+            fail_under=fail_under,
+        )
+    report.exit_code = exit_code(
+        report,
+        ended_with=state.exit_code,
+        not_green=state.not_green,
+        fail_on_flaky=options.fail_on_flaky,
+    )
     return report
 
 
@@ -383,99 +350,3 @@ def _last_line(log: Path) -> str:
     errors = [ln for ln in meaningful if "error:" in ln.lower()]
     chosen = errors[-1] if errors else (meaningful[-1] if meaningful else "")
     return chosen[:300]
-
-
-def _fold(state: _State, quarantined: frozenset[str]) -> list[TestResult]:
-    """One ``TestResult`` per test, in run order, from every attempt's records."""
-    tests = []
-    in_order = set(state.order)
-    ordered = list(state.order) + [tid for tid in state.records if tid not in in_order]
-    for test_id in ordered:
-        runs = state.records.get(test_id)
-        if not runs:
-            continue
-        attempts = [AttemptResult.from_record(number, record) for number, record in runs]
-        last = attempts[-1].outcome
-        failed_any = any(a.outcome.is_failure for a in attempts)
-        if last.is_failure:
-            outcome = Outcome.ERROR if last == AttemptOutcome.ERROR else Outcome.FAILED
-            if test_id in quarantined or id_key(test_id) in quarantined:
-                outcome = Outcome.QUARANTINED
-        elif failed_any:
-            outcome = Outcome.FLAKY
-        elif last == AttemptOutcome.SKIPPED:
-            outcome = Outcome.SKIPPED
-        else:
-            outcome = Outcome.PASSED
-        first_record = runs[0][1]
-        tests.append(
-            TestResult(
-                id=test_id,
-                file=first_record.file,
-                line=first_record.line,
-                outcome=outcome,
-                attempts=attempts,
-            )
-        )
-    return tests
-
-
-def _merge_coverage(
-    options: RunOptions, state: _State, fail_under: Optional[float]
-) -> CoverageSummary:
-    from flakewarden.runner import coverage_merge
-
-    files: list[Path] = []
-    missing = []
-    for attempt in state.attempts:
-        parts = [(attempt.directory, attempt.crash)]
-        parts += [(c.directory, c.crash) for c in attempt.continuations]
-        for number, (directory, crash) in enumerate(parts):
-            found = coverage_merge.find_data_files(options.report_dir / directory)
-            if not found:
-                part = f" (continuation {number})" if number else ""
-                why = f" (its process {crash})" if crash else ""
-                missing.append(f"attempt {attempt.number}{part} wrote no coverage data file{why}")
-            files.extend(found)
-    located = pytest_args.locate(options.command)
-    summary = coverage_merge.merge(
-        files,
-        options.report_dir,
-        cwd=options.cwd,
-        fail_under=fail_under,
-        precision=None if located is None else _cov_precision(located.args),
-    )
-    summary.errors = missing + summary.errors
-    return summary
-
-
-def _cov_precision(args: Sequence[str]) -> Optional[int]:
-    """pytest-cov's ``--cov-precision``, which overrides ``[report] precision`` as it reports."""
-    found = None  # the last one given wins, as in pytest's own parsing
-    for index, token in enumerate(args):
-        value = None
-        if token.startswith("--cov-precision="):
-            value = token.split("=", 1)[1]
-        elif token == "--cov-precision" and index + 1 < len(args):
-            value = args[index + 1]
-        if value is not None and value.isdigit():
-            found = int(value)
-    return found
-
-
-def _exit_code(report: RunReport, state: _State, options: RunOptions) -> int:
-    if state.exit_code is not None:
-        return int(state.exit_code)
-    totals = report.totals
-    if totals.failed or totals.error or state.not_green:
-        return ExitCode.TESTS_FAILED
-    if options.fail_on_flaky and totals.flaky:
-        return ExitCode.TESTS_FAILED
-    if report.coverage is not None:
-        if report.coverage.errors:
-            return ExitCode.INTERNAL_ERROR
-        if report.coverage.below_threshold:
-            return ExitCode.TESTS_FAILED
-    if totals.tests == 0:
-        return ExitCode.NO_TESTS_COLLECTED
-    return ExitCode.OK

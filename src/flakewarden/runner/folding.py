@@ -1,0 +1,81 @@
+"""Folding the attempts into the run's verdict: one outcome per test and the exit code.
+
+Kept apart from the attempt loop because it only reads what the attempts recorded: it
+decides nothing about which tests run again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+from flakewarden.model import (
+    AttemptOutcome,
+    AttemptResult,
+    ExitCode,
+    Outcome,
+    RunReport,
+    TestRecord,
+    TestResult,
+    id_key,
+)
+
+
+def fold(
+    order: Sequence[str],
+    records: Mapping[str, Sequence[tuple[int, TestRecord]]],
+    quarantined: frozenset[str],
+) -> list[TestResult]:
+    """One ``TestResult`` per test, in run order, from every attempt's records."""
+    tests = []
+    in_order = set(order)
+    ordered = list(order) + [tid for tid in records if tid not in in_order]
+    for test_id in ordered:
+        runs = records.get(test_id)
+        if not runs:
+            continue
+        attempts = [AttemptResult.from_record(number, record) for number, record in runs]
+        last = attempts[-1].outcome
+        failed_any = any(a.outcome.is_failure for a in attempts)
+        if last.is_failure:
+            outcome = Outcome.ERROR if last == AttemptOutcome.ERROR else Outcome.FAILED
+            if test_id in quarantined or id_key(test_id) in quarantined:
+                outcome = Outcome.QUARANTINED
+        elif failed_any:
+            outcome = Outcome.FLAKY
+        elif last == AttemptOutcome.SKIPPED:
+            outcome = Outcome.SKIPPED
+        else:
+            outcome = Outcome.PASSED
+        first_record = runs[0][1]
+        tests.append(
+            TestResult(
+                id=test_id,
+                file=first_record.file,
+                line=first_record.line,
+                outcome=outcome,
+                attempts=attempts,
+            )
+        )
+    return tests
+
+
+def exit_code(
+    report: RunReport, *, ended_with: Optional[int], not_green: bool, fail_on_flaky: bool
+) -> int:
+    """The run's exit code: ``ended_with`` when the loop ended the run, else from the totals."""
+    if ended_with is not None:
+        return int(ended_with)
+    totals = report.totals
+    if totals.failed or totals.error or not_green:
+        return ExitCode.TESTS_FAILED
+    if fail_on_flaky and totals.flaky:
+        return ExitCode.TESTS_FAILED
+    if report.coverage is not None:
+        if report.coverage.errors:
+            return ExitCode.INTERNAL_ERROR
+        if report.coverage.below_threshold:
+            return ExitCode.TESTS_FAILED
+    if totals.tests == 0:
+        return ExitCode.NO_TESTS_COLLECTED
+    return ExitCode.OK

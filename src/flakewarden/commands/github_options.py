@@ -6,11 +6,16 @@ Apart from any one command so the commands stay siblings, none importing another
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from flakewarden.commands.argtypes import number
 from flakewarden.github import gha
 
 
-def add_github_options(parser: argparse.ArgumentParser) -> None:
+def add_github_options(
+    parser: argparse.ArgumentParser, what: str = "repository to file issues in"
+) -> None:
+    """``--token`` and ``--repository``, defaulting to the environment GitHub Actions sets."""
     parser.add_argument(
         "--token",
         default=None,
@@ -21,7 +26,24 @@ def add_github_options(parser: argparse.ArgumentParser) -> None:
         "--repository",
         default=None,
         metavar="OWNER/REPO",
-        help="repository to file issues in (default: $GITHUB_REPOSITORY)",
+        help=f"{what} (default: $GITHUB_REPOSITORY)",
+    )
+
+
+def add_deadline_options(parser: argparse.ArgumentParser, on_deadline: str, default: str) -> None:
+    """``--deadline`` (all of a command's GitHub work within it) and ``--config``."""
+    parser.add_argument(
+        "--deadline",
+        type=number(0, 3600, low_open=True, what="a number of seconds"),
+        default=None,
+        metavar="SECONDS",
+        help=f"give up on GitHub after this long in all, {on_deadline} (default: {default})",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="configuration file (default .github/flakewarden.yml when present)",
     )
 
 

@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from flakewarden.commands.argtypes import number
-from flakewarden.commands.github_options import add_github_options, warn
+from flakewarden.commands.github_options import add_deadline_options, add_github_options, warn
 from flakewarden.config import load as load_config
 from flakewarden.console import one_line, plural
 from flakewarden.errors import GitHubError
@@ -46,19 +45,8 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help=f"where `flakewarden run` wrote report.json (default: {DEFAULT_REPORT_DIR})",
     )
-    parser.add_argument(
-        "--deadline",
-        type=number(0, 3600, low_open=True, what="a number of seconds"),
-        default=None,
-        metavar="SECONDS",
-        help="give up on GitHub after this long in all, warning and exiting 0 "
-        "(default: issues_deadline from the config file, else 60)",
-    )
-    parser.add_argument(
-        "--config",
-        type=Path,
-        default=None,
-        help="configuration file (default .github/flakewarden.yml when present)",
+    add_deadline_options(
+        parser, "warning and exiting 0", "issues_deadline from the config file, else 60"
     )
     parser.set_defaults(handler=run)
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from flakewarden.commands.argtypes import number
+from flakewarden.commands.github_options import add_deadline_options, add_github_options
 from flakewarden.config import load as load_config
 from flakewarden.errors import UsageError
 from flakewarden.model import ExitCode
@@ -37,31 +37,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="FILE",
         help="where to write the JSON list of ids (default: standard output)",
     )
-    parser.add_argument(
-        "--token",
-        default=None,
-        help="GitHub token (default: $GITHUB_TOKEN; prefer the variable, "
-        "command lines are visible to other processes)",
-    )
-    parser.add_argument(
-        "--repository",
-        default=None,
-        metavar="OWNER/REPO",
-        help="repository whose flake issues hold the set (default: $GITHUB_REPOSITORY)",
-    )
-    parser.add_argument(
-        "--deadline",
-        type=number(0, 3600, low_open=True, what="a number of seconds"),
-        default=None,
-        metavar="SECONDS",
-        help="give up on GitHub after this long in all, warning and writing an empty list "
-        "(default: quarantine_read_deadline from the config file, else 15)",
-    )
-    parser.add_argument(
-        "--config",
-        type=Path,
-        default=None,
-        help="configuration file (default .github/flakewarden.yml when present)",
+    add_github_options(parser, "repository whose flake issues hold the set")
+    add_deadline_options(
+        parser,
+        "warning and writing an empty list",
+        "quarantine_read_deadline from the config file, else 15",
     )
     parser.set_defaults(handler=run)
 

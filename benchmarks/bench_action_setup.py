@@ -27,6 +27,7 @@ Run: ``python benchmarks/bench_action_setup.py --pairs 5`` (uv is used for the
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import statistics
@@ -138,17 +139,13 @@ def main() -> int:
         warm_pip = root / "warm-pip-cache"
         Job(root / "prime", old, uv=None, pip_cache=warm_pip).run()  # fills the warm pip cache
         entry = root / "cache-entry.tar"  # the latest cold run's venv, as actions/cache saves it
+        jobs = itertools.count()
+
+        def job(action: Path, uv: Optional[str] = None, pip_cache: Optional[Path] = None) -> Job:
+            n = next(jobs)  # every job on a fresh runner, with a fresh pip cache unless given
+            return Job(root / f"job-{n}", action, uv=uv, pip_cache=pip_cache or root / f"pip-{n}")
+
         for pair in range(args.pairs):
-            n = 0
-
-            def job(
-                action: Path, uv: Optional[str] = None, pip_cache: Optional[Path] = None
-            ) -> Job:
-                nonlocal n
-                n += 1
-                cache = pip_cache or root / f"pip-{pair}-{n}"
-                return Job(root / f"job-{pair}-{n}", action, uv=uv, pip_cache=cache)
-
             for name in scenarios if pair % 2 == 0 else scenarios[::-1]:
                 if name == "old cold":
                     seconds = job(old).run()
@@ -175,8 +172,10 @@ def main() -> int:
                     )
                     assert "restored from the cache and checked" in warm.log, warm.log
                 times[name].append(seconds)
-                print(f"pair {pair + 1}: {name:13} {seconds:6.2f} s", flush=True)
+                load = os.getloadavg()[0]
+                print(f"pair {pair + 1}: {name:13} {seconds:6.2f} s  (load {load:.1f})", flush=True)
     print()
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
     medians = {name: statistics.median(values) for name, values in times.items()}
     for name, value in medians.items():
         print(f"median {name:13} {value:6.2f} s  (n={len(times[name])})")

@@ -209,8 +209,8 @@ def scalar(value: Any) -> str:
     return value if isinstance(value, str) else to_string(value)
 
 
-def load_action() -> dict[str, Any]:
-    return yaml.safe_load(ACTION.read_text(encoding="utf-8"))
+def load_action(path: Path = ACTION) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 @dataclasses.dataclass
@@ -245,6 +245,7 @@ class Runner:
     """One job on a runner: workspace, temp dir, PATH with the user's ``python``."""
 
     def __init__(self, root: Path, *, action_path: Path = REPO) -> None:
+        """``action_path`` is the action's checkout; its ``action.yml`` is the one run."""
         self.root = root
         self.workspace = root / "workspace"
         self.temp = root / "runner-temp"
@@ -309,7 +310,7 @@ class Runner:
         }
 
     def inputs(self, given: dict[str, str]) -> dict[str, str]:
-        action = load_action()
+        action = load_action(self.action_path / "action.yml")
         unknown = set(given) - set(action["inputs"])
         assert not unknown, f"inputs the action does not declare: {unknown}"
         evaluator = Evaluator(self.contexts({}, {}))
@@ -321,7 +322,7 @@ class Runner:
         }
 
     def run(self, given: Optional[dict[str, str]] = None) -> ActionRun:
-        action = load_action()
+        action = load_action(self.action_path / "action.yml")
         inputs = self.inputs(given or {})
         steps_context: dict[str, Any] = {}
         runs: list[StepRun] = []
@@ -516,25 +517,69 @@ def test_flaky_suite_is_green_with_warnings(runner: Runner) -> None:
     assert not (runner.temp / "flakewarden-venv").exists()  # the preinstalled venv was used
 
 
-def test_real_install(tmp_path: Path) -> None:
-    """No override: a venv under $RUNNER_TEMP, flakewarden installed from the action's checkout."""
-    action_copy = tmp_path / "action"
-    action_copy.mkdir()
+def copy_action(where: Path) -> Path:
+    """The action's checkout as a runner downloads it: no bytecode, no build leftovers."""
+    where.mkdir(parents=True)
     for name in ("pyproject.toml", "README.md", "action.yml"):
-        shutil.copy2(REPO / name, action_copy / name)
+        shutil.copy2(REPO / name, where / name)
     shutil.copytree(
         REPO / "src",
-        action_copy / "src",
+        where / "src",
         ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
     )
-    runner = Runner(tmp_path / "job", action_path=action_copy)
+    return where
+
+
+@pytest.fixture(scope="module")
+def built_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One real install, no override: the action's checkout and the venv it built (the cache)."""
+    root = tmp_path_factory.mktemp("built")
+    action = copy_action(root / "action")
+    runner = Runner(root / "job", action_path=action)
     project = make_project(runner.workspace)
     run = runner.run({"working-directory": "project", "python": sys.executable})
     install = run.step("install")
     assert install.returncode == 0, install.stdout + install.stderr
-    venv_python = runner.temp / "flakewarden-venv" / "bin" / "python"
-    assert install.outputs == {"python": str(venv_python)}
+    venv = runner.temp / "flakewarden-venv"
+    assert install.outputs == {"python": str(venv / "bin" / "python"), "built": "true"}
+    assert "building the flakewarden venv (no venv)" in install.stdout
     assert "flakewarden 0.1" in install.stdout
+    assert_flaky_run(runner, run, project)
+    # The cache entry is saved right after the build, before any test runs.
+    save = run.step("save")
+    assert save.condition is True
+    assert save.with_ == {"path": str(venv), "key": run.step("key").outputs["key"]}
+    assert run.step("restore").with_ == save.with_
+    entry = root / "cache-entry"
+    shutil.copytree(venv, entry, symlinks=True)
+    return action, entry
+
+
+def restored_runner(root: Path, built: tuple[Path, Path]) -> Runner:
+    """A fresh job whose cache restore brought back the venv ``built`` saved."""
+    action, entry = built
+    runner = Runner(root, action_path=action)
+    shutil.copytree(entry, runner.temp / "flakewarden-venv", symlinks=True)
+    return runner
+
+
+def test_real_install(tmp_path: Path, built_venv: tuple[Path, Path]) -> None:
+    """A venv under $RUNNER_TEMP from the action's checkout; restored from the cache, it is used."""
+    runner = restored_runner(tmp_path / "job", built_venv)
+    # Bytecode from the cache is never used: it is dropped, and compiled again from the source.
+    planted = _site(runner.temp / "flakewarden-venv") / "flakewarden" / "__pycache__" / "x.pyc"
+    planted.parent.mkdir(exist_ok=True)
+    planted.write_bytes(b"not bytecode")
+    project = make_project(runner.workspace)
+    run = runner.run({"working-directory": "project", "python": sys.executable})
+    install = run.step("install")
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert not planted.exists()
+    venv_python = runner.temp / "flakewarden-venv" / "bin" / "python"
+    assert install.outputs == {"python": str(venv_python), "built": "false"}
+    assert "restored from the cache and checked" in install.stdout
+    assert "flakewarden 0.1" in install.stdout
+    assert run.step("save").condition is False  # nothing new to save
     assert_flaky_run(runner, run, project)
     # The user's environment was not modified: flakewarden lives only in the venv.
     check = subprocess.run(
@@ -544,6 +589,84 @@ def test_real_install(tmp_path: Path) -> None:
         check=True,
     )
     assert check.stdout.startswith(str(runner.temp / "flakewarden-venv"))
+    # Only what the steps import: not actions-toolkit's PyGithub, nor junitparser.
+    site = Path(check.stdout).parents[1]
+    assert not (site / "github").exists()
+    assert not (site / "junitparser").exists()
+
+
+def _site(venv: Path) -> Path:
+    [site] = venv.glob("lib/python*/site-packages")
+    return site
+
+
+def _edit_dependency(venv: Path) -> str:
+    init = _site(venv) / "requests" / "__init__.py"
+    init.write_text(init.read_text(encoding="utf-8") + "\nPOISONED = True\n", encoding="utf-8")
+    return "requests/__init__.py differs from its installer's record"
+
+
+def _add_pth(venv: Path) -> str:
+    (_site(venv) / "zz-poison.pth").write_text("import os; os.environ['X'] = '1'\n")
+    return "zz-poison.pth is not part of the venv"
+
+
+def _edit_flakewarden(venv: Path) -> str:
+    cli = _site(venv) / "flakewarden" / "cli.py"
+    cli.write_text(cli.read_text(encoding="utf-8") + "\nPOISONED = True\n", encoding="utf-8")
+    return "its flakewarden is not the action's"
+
+
+def _delete_module(venv: Path) -> str:
+    (_site(venv) / "yaml" / "__init__.py").unlink()
+    return "yaml/__init__.py differs from its installer's record"
+
+
+def _system_site_packages(venv: Path) -> str:
+    cfg = venv / "pyvenv.cfg"
+    text = cfg.read_text(encoding="utf-8")
+    cfg.write_text(text.replace("= false", "= true"), encoding="utf-8")
+    return "pyvenv.cfg lets in the system's packages"
+
+
+@pytest.mark.parametrize(
+    "tamper", [_edit_dependency, _add_pth, _edit_flakewarden, _delete_module, _system_site_packages]
+)
+def test_a_tampered_or_broken_cached_venv_is_rebuilt(
+    tmp_path: Path, built_venv: tuple[Path, Path], tamper: Any
+) -> None:
+    runner = restored_runner(tmp_path / "job", built_venv)
+    venv = runner.temp / "flakewarden-venv"
+    reason = tamper(venv)
+    project = make_project(runner.workspace)
+    run = runner.run({"working-directory": "project", "python": sys.executable})
+    install = run.step("install")
+    assert install.returncode == 0, install.stdout + install.stderr
+    [line] = [x for x in install.stdout.splitlines() if x.startswith("building the flakewarden")]
+    assert line.endswith(f"{reason})")
+    assert install.outputs["built"] == "true"
+    assert run.step("save").condition is True  # the rebuilt venv replaces the entry
+    assert not (_site(venv) / "zz-poison.pth").exists()
+    assert "POISONED" not in (_site(venv) / "requests" / "__init__.py").read_text("utf-8")
+    assert "POISONED" not in (_site(venv) / "flakewarden" / "cli.py").read_text("utf-8")
+    assert "include-system-site-packages = false" in (venv / "pyvenv.cfg").read_text("utf-8")
+    assert_flaky_run(runner, run, project)
+
+
+def test_the_venv_requirements_are_pyprojects_that_are_imported() -> None:
+    """The install list names every runtime dependency but junitparser, which is never imported."""
+    [install] = [s for s in load_action()["runs"]["steps"] if s.get("id") == "install"]
+    listed = set(install["env"]["FW_REQUIREMENTS"].split())
+    tomllib = pytest.importorskip("tomllib")
+    with open(REPO / "pyproject.toml", "rb") as f:
+        declared = set(tomllib.load(f)["project"]["dependencies"])
+    assert declared - listed == {"junitparser>=3.1,<6"}
+    imported = subprocess.run(
+        ["git", "-C", str(REPO), "grep", "-l", "junitparser", "--", "src"],
+        capture_output=True,
+        text=True,
+    )
+    assert imported.stdout == ""
 
 
 def test_failing_suite_is_red_and_still_ships_evidence(runner: Runner) -> None:

@@ -4,7 +4,8 @@ For every case the script downloads the project's sdist at a pinned version
 (``sdist.fetch``), builds a venv with pinned test tools, and establishes the
 truth by plain pytest loops only (no flakewarden): fresh single runs, in-process
 repeats (pytest-repeat's ``--count``), the suspected polluter right before the
-test, and pytest-randomly seeds one by one. Then it runs ``flakewarden stress``
+test, pytest-randomly seeds one by one, and for a suspected timing test the same
+loops with and without CPU burners. Then it runs ``flakewarden stress``
 with default options (plus ``--order-from`` where the case has a recorded run)
 and writes the table to ``stress_truth.md`` beside this file (the raw figures
 to ``stress_truth.json``; ``--only`` reruns some cases and keeps the others).
@@ -19,6 +20,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
+import os
 import re
 import subprocess
 import sys
@@ -36,6 +39,9 @@ PAIR_RUNS = 5
 SEEDS = range(1, 31)
 SWEEP = range(1, 21)
 CONFIRM_RUNS = 5
+TIMING_PROCESSES = 20
+BURNERS_PER_CORE = 2
+TIMING_ALPHA = 0.01
 
 
 @dataclasses.dataclass
@@ -49,6 +55,7 @@ class Case:
     suite: str = "."
     requirements: tuple[str, ...] = ()
     randomly: bool = False  # the suite runs under pytest-randomly: the seed may decide
+    timing_count: int = 0  # runs per process of the plain and loaded loops (0: no timing loops)
 
 
 CASES = [
@@ -87,6 +94,18 @@ CASES = [
         requirements=("boltons==25.0.0",),
         randomly=True,
     ),
+    # Asserts a task started 0.1 s later finishes within 0.09-0.11 s, through a thread
+    # pool and then a process pool: a 10 ms margin. The first run in a process also
+    # starts the pool's worker process, which on a shared 2-core machine overruns the
+    # margin every time; later runs in the process fail only when load delays them.
+    Case(
+        "runium-start-in",
+        "runium",
+        "0.1.8",
+        "tests/test_runium.py::test_start_in",
+        suite="tests",
+        timing_count=10,
+    ),
 ]
 
 
@@ -102,10 +121,11 @@ def pytest_outcome(python: Path, root: Path, args: list[str], test_id: str) -> l
     found = []
     base = re.escape(test_id)
     for line in done.stdout.splitlines():
-        match = re.match(rf"^(PASSED|FAILED|ERROR) {base}(\[\d+-\d+\])?( |$)", line)
+        match = re.match(rf"^(PASSED|FAILED|ERROR) {base}(?:\[(\d+)-\d+\])?( |$)", line)
         if match:
-            found.append(match.group(1))
-    return found
+            found.append((int(match.group(2) or 0), match.group(1)))
+    # -rA lists passes before failures: pytest-repeat's index gives the order they ran in.
+    return [outcome for _, outcome in sorted(found)]
 
 
 def measure(case: Case, python: Path, root: Path) -> dict[str, object]:
@@ -137,15 +157,18 @@ def measure(case: Case, python: Path, root: Path) -> dict[str, object]:
         figures["after_polluter"] = f"{pair_failed}/{PAIR_RUNS}"
     repeat_failed = sum(o != "PASSED" for o in repeats[1:])
     seeded = measure_seeds(case, python, root, figures) if case.randomly else False
+    timed = measure_timing(case, python, root, figures) if case.timing_count else False
     if seeded:
         truth = "seed-dependent"
     elif fresh_failed == FRESH_RUNS:
         truth = "deterministic"
+    elif timed:
+        truth = "race"
     elif fresh_failed == 0 and pair_failed == PAIR_RUNS:
         truth = "order-dependent"
     elif fresh_failed == 0 and repeats[:1] == ["PASSED"] and repeat_failed == len(repeats) - 1:
         truth = "non-idempotent"
-    elif fresh_failed == 0 and repeat_failed == 0:
+    elif fresh_failed == 0 and repeat_failed == 0 and not figures.get("timing_failures"):
         truth = "not-reproducible"
     else:
         truth = "flaky"
@@ -176,6 +199,50 @@ def measure_seeds(case: Case, python: Path, root: Path, figures: dict[str, objec
         f"{good}/{CONFIRM_RUNS}"
     )
     return bad == CONFIRM_RUNS and good == 0
+
+
+def measure_timing(case: Case, python: Path, root: Path, figures: dict[str, object]) -> bool:
+    """Plain loops against the same loops beside CPU burners; a race when load raises the rate.
+
+    Each of ``TIMING_PROCESSES`` processes per arm runs the test ``timing_count`` times
+    (pytest-repeat), the arms alternating process by process so drift in the machine's
+    load hits both alike. Race when the loaded arm fails more often with one-sided
+    Fisher p < ``TIMING_ALPHA``.
+    """
+    plain: list[str] = []
+    loaded: list[str] = []
+    args = ["-p", "no:randomly", "-p", "repeat", f"--count={case.timing_count}", case.test_id]
+    for _ in range(TIMING_PROCESSES):
+        plain += pytest_outcome(python, root, args, case.test_id)
+        burners = [
+            subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(BURNERS_PER_CORE * (os.cpu_count() or 1))
+        ]
+        try:
+            loaded += pytest_outcome(python, root, args, case.test_id)
+        finally:
+            for burner in burners:
+                burner.kill()
+                burner.wait()
+    plain_failed = sum(o != "PASSED" for o in plain)
+    loaded_failed = sum(o != "PASSED" for o in loaded)
+    p_value = fisher_greater(loaded_failed, len(loaded), plain_failed, len(plain))
+    figures["plain_loop"] = f"{plain_failed}/{len(plain)}"
+    figures["loaded_loop"] = f"{loaded_failed}/{len(loaded)}"
+    figures["timing_p"] = float(f"{p_value:.2g}")
+    figures["timing_failures"] = plain_failed + loaded_failed
+    return p_value < TIMING_ALPHA
+
+
+def fisher_greater(a_failed: int, a_runs: int, b_failed: int, b_runs: int) -> float:
+    """One-sided Fisher exact p: arm a holds at least ``a_failed`` of all the failures."""
+    failed = a_failed + b_failed
+    total = math.comb(a_runs + b_runs, failed)
+    top = min(failed, a_runs)
+    return (
+        sum(math.comb(a_runs, k) * math.comb(b_runs, failed - k) for k in range(a_failed, top + 1))
+        / total
+    )
 
 
 def order_report(case: Case, python: Path, root: Path, work: Path) -> Optional[Path]:
@@ -292,7 +359,10 @@ def write_table(results: dict[str, dict[str, object]]) -> None:
         f"`--count={REPEAT_COUNT}` (failures among the repeats after the first), and",
         f"{PAIR_RUNS} runs of the suspected polluter right before the test, and for a suite",
         f"under pytest-randomly seeds {SWEEP.start}-{SWEEP.stop - 1} one per process (then",
-        f"the first failing and first passing seed {CONFIRM_RUNS} times each). The verdict is",
+        f"the first failing and first passing seed {CONFIRM_RUNS} times each), and for a",
+        f"suspected timing test {TIMING_PROCESSES} processes running it `--count` times",
+        f"each, alternating with {TIMING_PROCESSES} beside {BURNERS_PER_CORE} CPU burners per",
+        f"core (race when one-sided Fisher p < {TIMING_ALPHA}). The verdict is",
         "`flakewarden stress` with default options (`--order-from` a recorded shuffled run",
         "where the case has one).",
         "",
@@ -311,6 +381,11 @@ def write_table(results: dict[str, dict[str, object]]) -> None:
             loops += f"; after polluter {truth['after_polluter']} failed"
         if "seeds" in truth:
             loops += f"; {truth['seeds']}"
+        if "plain_loop" in truth:
+            loops += (
+                f"; plain loop {truth['plain_loop']} failed, beside {BURNERS_PER_CORE} CPU "
+                f"burners per core {truth['loaded_loop']}, p = {truth['timing_p']}"
+            )
         named = ""
         if row.get("polluter"):
             named = f"polluter `{row['polluter']}`"
@@ -339,9 +414,26 @@ NOT_COVERED = [
     "",
     "## Not covered yet",
     "",
-    "- **race** on a real project: no real test with a measured timing sensitivity has been",
-    "  found and added yet, so that verdict is exercised only by the synthetic projects in",
-    "  `tests/test_stress.py` (a check-then-act thread race, a too-tight deadline).",
+    "- **race** on a real project: no real test has yet been measured to fail",
+    "  significantly more under load *and* been judged `race`, so that verdict is exercised",
+    "  only by the synthetic projects in `tests/test_stress.py` (a check-then-act thread",
+    "  race, a too-tight deadline). Tried, on runium 0.1.8:",
+    "  - `test_start_in` (the case above): in-process repeats failed far more beside CPU",
+    "    burners than without, but its first run in a fresh process nearly always fails (the",
+    "    process pool's cold start), so the loops call it `deterministic`. Stress saw one",
+    "    fresh pass and said `flaky` (baseline 155/200, burn-2x 163/200): its in-process",
+    "    repeats tear down module-scoped fixtures between repetitions (the plugin passes",
+    "    `nextitem=None`), so every repeat pays the cold start again, unlike pytest-repeat",
+    "    (repeats beside no burners 0/4 failed).",
+    "  - `test_loop_drift` (ten runs every 0.1 s in 0.88-1 s): plain loop 0/40 failed, beside",
+    "    2 burners per core 4/40 (one-sided Fisher p = 0.058, not established); `flakewarden",
+    "    stress` said `flaky`: 1/70 baseline, 0/70 under each of switch-interval, burn-1x and",
+    "    burn-2x.",
+    "- **Burners in their own sessions barely load the test on Linux with autogroup**",
+    "  (`/proc/sys/kernel/sched_autogroup_enabled` = 1): the scheduler shares the CPU between",
+    "  sessions, and both the burners and each test process start a new session. On",
+    "  `test_start_in`, 3 processes x 10 runs: beside 4 burners in the test's session 30/30",
+    "  failed, beside 4 burners each in its own session 13/30, without burners 6/30.",
 ]
 
 

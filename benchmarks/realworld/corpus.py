@@ -165,7 +165,7 @@ def table(rows: list[Row]) -> str:
                 f"{first}| {check.scenario} | {plain} | {shown} | "
                 f"{'yes' if check.ok else '**no**'} | {time_s} | {note} |"
             )
-    lines += ["", "## Differences found, open", ""]
+    lines += ["", "## Differences found, and fixed", ""]
     lines += [f"- **{what}**: {detail}." for what, detail in KNOWN_DIFFERENCES]
     lines += ["", "## Projects tried and replaced", ""]
     lines += [f"- **{what}**: {why}." for what, why in REPLACED]

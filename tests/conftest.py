@@ -84,17 +84,7 @@ class Project:
     ) -> Result:
         """``flakewarden run --report-dir ... ARGS -- COMMAND`` as a real subprocess."""
         where = cwd or self.root
-        full = [
-            PYTHON,
-            "-m",
-            "flakewarden",
-            "run",
-            "--report-dir",
-            str(self.root / report_dir),
-            *args,
-            "--",
-            *(PYTEST if command is None else command),
-        ]
+        full = self._command(args, command, report_dir)
         done = subprocess.run(
             full,
             cwd=where,
@@ -105,6 +95,32 @@ class Project:
             timeout=300,
         )
         return Result(done.returncode, done.stdout, done.stderr, self.root / report_dir)
+
+    def start(self, *args: str, report_dir: str = "report") -> subprocess.Popen[str]:
+        """The same ``flakewarden run`` started in the background, for tests that signal it."""
+        return subprocess.Popen(
+            self._command(args, None, report_dir),
+            cwd=self.root,
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def _command(
+        self, args: tuple[str, ...], command: Optional[list[str]], report_dir: str
+    ) -> list[str]:
+        return [
+            PYTHON,
+            "-m",
+            "flakewarden",
+            "run",
+            "--report-dir",
+            str(self.root / report_dir),
+            *args,
+            "--",
+            *(PYTEST if command is None else command),
+        ]
 
 
 @pytest.fixture

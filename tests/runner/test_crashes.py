@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
-from conftest import PYTEST, PYTHON, Project, Result
+from conftest import PYTEST, Project, Result
 
 from flakewarden.reports.summary import escape_markdown
 
@@ -433,14 +432,7 @@ def test_records_survive_a_suite_that_ignores_sigterm(project: Project) -> None:
         """,
     )
     report_dir = project.root / "report"
-    runner = subprocess.Popen(
-        [PYTHON, "-m", "flakewarden", "run", "--report-dir", str(report_dir), "--", *PYTEST],
-        cwd=project.root,
-        env=project.env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    runner = project.start()
     deadline = time.monotonic() + 120
     while not started.exists() and time.monotonic() < deadline:
         time.sleep(0.05)

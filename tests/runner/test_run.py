@@ -384,14 +384,7 @@ def test_sigterm_stops_the_group_and_writes_the_report(project: Project) -> None
         """,
     )
     report_dir = project.root / "report"
-    runner = subprocess.Popen(
-        [PYTHON, "-m", "flakewarden", "run", "--report-dir", str(report_dir), "--", *PYTEST],
-        cwd=project.root,
-        env=project.env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    runner = project.start()
     deadline = time.monotonic() + 60
     while not pid_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)

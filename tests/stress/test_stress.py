@@ -84,7 +84,13 @@ RACE_FILES = {
 
         def _make(key):
             created.append(key)
-            return {"key": key, "name": "item-%d" % key, "tags": [str(key)]}
+            # Building the value takes a while: the window between check and act is
+            # wide, so at a 10 us switch interval nearly every run loses the race,
+            # and at the default 5 ms nearly none does.
+            tags = [str(key)]
+            for part in range(40):
+                tags.append("%d-%d" % (key, part))
+            return {"key": key, "name": "item-%d" % key, "tags": tags}
 
 
         def get_or_create(key):
@@ -106,11 +112,14 @@ RACE_FILES = {
 
         def test_each_key_is_created_once():
             registry.reset()
-            barrier = threading.Barrier(4)
+            running = []
 
             def worker():
-                barrier.wait()
-                for key in range(1000):
+                # Start together: no thread creates a key before every thread runs.
+                running.append(threading.get_ident())
+                while len(running) < 4:
+                    pass
+                for key in range(200):
                     registry.get_or_create(key)
 
             threads = [threading.Thread(target=worker) for _ in range(4)]
@@ -118,7 +127,7 @@ RACE_FILES = {
                 t.start()
             for t in threads:
                 t.join()
-            assert len(registry.created) == 1000
+            assert len(registry.created) == 200
         """,
 }
 
@@ -143,7 +152,7 @@ def test_check_then_act_thread_race_is_a_race_under_the_switch_interval(tmp_path
     assert "known-race-patterns" in result.stdout and test_id in result.stdout
     markdown = (project / "flakewarden-stress" / "verdict.md").read_text(encoding="utf-8")
     assert "Known race pattern" in markdown and "switch-interval" in markdown
-    assert "assert len(registry.created) == 1000" in data["first_failure"]["traceback"]
+    assert "assert len(registry.created) == 200" in data["first_failure"]["traceback"]
     assert "setswitchinterval(1e-05)" in switch["command"]
 
 

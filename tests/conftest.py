@@ -19,6 +19,18 @@ PYTEST = [PYTHON, "-m", "pytest"]
 # The generated projects pin their own order; our suite's environment must not leak in.
 _LEAKY_ENV = ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID", "COVERAGE_FILE")
 
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the stress tests ``serial``: they measure timing under CPU burners on purpose.
+
+    The README's test command runs everything else on two xdist workers and then these
+    alone, so that no other test's load blurs the timing evidence they assert on.
+    """
+    for item in items:
+        if "one_stress_at_a_time" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.serial)
+
+
 FLAKY_TEMPLATE = """
 from pathlib import Path
 

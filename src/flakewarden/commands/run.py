@@ -15,7 +15,6 @@ from flakewarden.config import load as load_config
 from flakewarden.console import one_line
 from flakewarden.errors import UsageError
 from flakewarden.github.fence import output_fence
-from flakewarden.history.context import collect_context
 from flakewarden.model import ExitCode, Outcome, RunReport
 from flakewarden.reports.report_json import write_reports
 from flakewarden.runner.reruns import RunOptions, run_attempts
@@ -152,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
     # The tests' output is data: nothing it prints may act as a workflow command.
     with output_fence(options.echo, active=on_actions) as echo:
         report = run_attempts(dataclasses.replace(options, echo=echo), say)
+    from flakewarden.history.context import collect_context
+
     report.context = collect_context(
         os.environ,
         started_at=report.started_at,

@@ -6,8 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from history_reports import report_dirs
 
+from flakewarden.cli import main
 from flakewarden.history.store import HistoryStore
 
 __all__ = ["report_dirs"]  # the fixture
@@ -61,3 +63,10 @@ def test_the_history_benchmark_runs_at_a_tiny_size() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "5 runs x 50 tests = 250 entries" in done.stdout
     assert "github second ingest: 0 runs" in done.stdout
+
+
+def test_the_history_group_needs_a_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["history"]) == 4
+    assert "SUBCOMMAND" in capsys.readouterr().err
+    assert main(["history", "ingest", "--help"]) == 0
+    assert "--from-github" in capsys.readouterr().out

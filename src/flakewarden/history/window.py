@@ -1,0 +1,136 @@
+"""Which runs a score is computed over: the window, its branch, and the runs it leaves out.
+
+The rate is a default-branch figure: pull-request runs are selected apart (a PR
+under work fails for its own reasons), and a run in which more than a share of
+the tests failed on their first attempt is left out and counted (the suite fell
+over, not the test).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any, Optional
+
+from flakewarden.model.scores import WindowInfo
+
+PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
+DEFAULT_RUNS = 50
+DEFAULT_FELL_OVER_SHARE = 0.30
+FALLBACK_BRANCH = "main"
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowOptions:
+    """The window as asked for: a number of runs, a number of days, or both (the narrower)."""
+
+    runs: Optional[int] = DEFAULT_RUNS
+    days: Optional[float] = None
+    fell_over_share: float = DEFAULT_FELL_OVER_SHARE
+
+
+def resolve_branch(
+    option: Optional[str], configured: Optional[str], repository_default: Optional[str]
+) -> tuple[str, str]:
+    """The default branch and where it came from: ``--branch``, the config, the repository."""
+    if option:
+        return option, "--branch"
+    if configured:
+        return configured, "the config file"
+    if repository_default:
+        return repository_default, "the repository's default"
+    return FALLBACK_BRANCH, "the fallback (no --branch, config or known repository default)"
+
+
+def is_pull_request(run: Any) -> bool:
+    ctx = run.context
+    return ctx.event in PULL_REQUEST_EVENTS or bool(ctx.pr_number)
+
+
+def fell_over(run: Any, share: float) -> bool:
+    """More than ``share`` of the run's tests failed their first attempt (or it ran none)."""
+    if run.tests <= 0:
+        return True
+    return bool(run.first_attempt_failures / run.tests > share)
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """The runs of one window, newest first, and the window before it (for the trend)."""
+
+    info: WindowInfo
+    runs: list[Any]
+    excluded: list[Any]
+    pull_requests: list[Any]
+    previous: list[Any]
+
+
+def _since(now: dt.datetime, days: Optional[float], factor: int = 1) -> Optional[dt.datetime]:
+    return None if days is None else now - dt.timedelta(days=days * factor)
+
+
+def _started(run: Any) -> str:
+    return str(run.context.started_at or "")
+
+
+def _cut(runs: Sequence[Any], options: WindowOptions, until: Optional[str]) -> list[Any]:
+    """The newest runs up to the limits, older than ``until`` when given (ISO strings)."""
+    kept = [r for r in runs if until is None or _started(r) < until]
+    return kept[: options.runs] if options.runs is not None else kept
+
+
+def select(
+    store: Any,
+    options: WindowOptions,
+    branch: str,
+    branch_source: str,
+    now: Optional[dt.datetime] = None,
+    with_previous: bool = False,
+) -> Selection:
+    """The scored runs of ``branch``, the excluded ones, the pull-request runs, and
+    (``with_previous``) the window of the same size just before."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    factor = 2 if with_previous else 1
+    pushed = [
+        r
+        for r in store.runs(branch=branch, since=_since(now, options.days, factor))
+        if not is_pull_request(r)
+    ]
+    if options.days is not None:
+        boundary = _iso(_since(now, options.days))
+        current = [r for r in pushed if _started(r) >= boundary]
+        current = current[: options.runs] if options.runs is not None else current
+        older = [r for r in pushed if _started(r) < boundary]
+        previous = older[: options.runs] if options.runs is not None else older
+    else:
+        size = options.runs if options.runs is not None else len(pushed)
+        current, previous = pushed[:size], pushed[size : size * 2]
+    if not with_previous:
+        previous = []
+    share = options.fell_over_share
+    scored = [r for r in current if not fell_over(r, share)]
+    excluded = [r for r in current if fell_over(r, share)]
+    pulls = store.runs(
+        events=list(PULL_REQUEST_EVENTS), since=_since(now, options.days), limit=options.runs
+    )
+    pulls = [r for r in pulls if not fell_over(r, share)]
+    info = WindowInfo(
+        branch=branch,
+        branch_source=branch_source,
+        runs=len(scored),
+        excluded=len(excluded),
+        pull_request_runs=len(pulls),
+        limit_runs=options.runs,
+        limit_days=options.days,
+        oldest=_started(scored[-1]) if scored else "",
+        newest=_started(scored[0]) if scored else "",
+    )
+    return Selection(
+        info, scored, excluded, pulls, [r for r in previous if not fell_over(r, share)]
+    )
+
+
+def _iso(moment: Optional[dt.datetime]) -> str:
+    assert moment is not None
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

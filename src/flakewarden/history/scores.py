@@ -7,7 +7,7 @@ store, so the same functions score a window read from SQLite or built in a test.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Optional
 
 from flakewarden.model.scores import BROKEN, FLAKY, HEALTHY, NEW, Figures, TestScore
 
@@ -91,6 +91,15 @@ def _started(run: Any) -> str:
     return str(run.context.started_at or "")
 
 
+def _previous(
+    before: dict[str, _Tally], test_id: str, runs: Optional[Sequence[Any]]
+) -> Optional[Figures]:
+    if runs is None:
+        return None
+    t = before.get(test_id)
+    return t.figures() if t is not None else Figures()
+
+
 def score(
     runs: Sequence[Any],
     entries: Iterable[Any],
@@ -99,14 +108,20 @@ def score(
     window: str,
     pull_runs: Sequence[Any] = (),
     pull_entries: Iterable[Any] = (),
+    previous_runs: Optional[Sequence[Any]] = None,
+    previous_entries: Iterable[Any] = (),
 ) -> dict[str, TestScore]:
-    """Every test seen in ``runs`` (or only in pull-request runs), scored.
+    """Every test seen in ``runs`` (or only in pull-request runs), scored; with
+    ``previous_runs``, each score carries the previous window's figures (the trend).
 
     A test seen only in pull-request runs has no default-branch runs: it is ``new``.
     """
     main = tally(runs, entries)
     pulls = tally(pull_runs, pull_entries)
     empty = Figures()
+    before: dict[str, _Tally] = {}
+    if previous_runs is not None:
+        before = tally(previous_runs, previous_entries)
     scores: dict[str, TestScore] = {}
     for test_id, t in main.items():
         p = pulls.get(test_id)
@@ -119,6 +134,7 @@ def score(
             first_failure=_started(runs[t.first_failure]) if t.first_failure >= 0 else "",
             state=state_of(t, min_runs),
             pull_requests=p.figures() if p is not None else empty,
+            previous=_previous(before, test_id, previous_runs),
         )
     for test_id, p in pulls.items():
         if test_id not in scores:
@@ -131,5 +147,6 @@ def score(
                 first_failure="",
                 state=NEW,
                 pull_requests=p.figures(),
+                previous=_previous(before, test_id, previous_runs),
             )
     return scores

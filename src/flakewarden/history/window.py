@@ -134,3 +134,34 @@ def select(
 def _iso(moment: Optional[dt.datetime]) -> str:
     assert moment is not None
     return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def score_window(
+    store: Any,
+    options: WindowOptions,
+    branch: str,
+    branch_source: str,
+    min_runs: int,
+    *,
+    with_previous: bool = False,
+    now: Optional[dt.datetime] = None,
+) -> tuple[Selection, dict[str, Any]]:
+    """Select the window's runs from ``store`` and score every test seen in them."""
+    from flakewarden.history.scores import score
+
+    chosen = select(store, options, branch, branch_source, now, with_previous)
+
+    def entries(runs: list[Any]) -> Any:
+        return store.entries([r.run_key for r in runs]) if runs else iter(())
+
+    scores = score(
+        chosen.runs,
+        entries(chosen.runs),
+        min_runs=min_runs,
+        window=chosen.info.describe(),
+        pull_runs=chosen.pull_requests,
+        pull_entries=entries(chosen.pull_requests),
+        previous_runs=chosen.previous if with_previous else None,
+        previous_entries=entries(chosen.previous),
+    )
+    return chosen, scores

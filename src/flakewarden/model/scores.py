@@ -108,6 +108,13 @@ class TestScore:
     first_failure: str  # started_at of the oldest first-attempt failure in the window, or ""
     state: str
     pull_requests: Figures = Figures()
+    previous: Optional[Figures] = None  # the window of the same size before, when scored
+
+    @property
+    def rose(self) -> bool:
+        """Its rate is above the previous window's, each over at least one run."""
+        prev = self.previous
+        return bool(prev and prev.runs and self.runs and self.rate > prev.rate)
 
     @property
     def runs(self) -> int:
@@ -142,4 +149,5 @@ class TestScore:
             "last_seen": self.last_seen,
             "first_failure": self.first_failure or None,
             "pull_requests": self.pull_requests.to_json(),
+            "previous": self.previous.to_json() if self.previous is not None else None,
         }

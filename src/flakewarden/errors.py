@@ -35,3 +35,9 @@ class CoverageError(FlakewardenError):
 
 class GitHubError(FlakewardenError):
     """The GitHub API refused or failed a request."""
+
+
+class HistoryError(FlakewardenError):
+    """A history database that cannot be opened, read or written (corrupt, foreign, too new)."""
+
+    exit_code = ExitCode.USAGE_ERROR

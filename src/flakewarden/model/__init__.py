@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from flakewarden.model.coverage import CoverageSummary
 from flakewarden.model.failure_lines import first_line
+from flakewarden.model.history import HistoryEntry, HistoryRun, RunContext, run_key
 from flakewarden.model.outcomes import (
     LONG_ID_LIMIT,
     SCHEMA_VERSION,
@@ -34,8 +35,11 @@ __all__ = [
     "Continuation",
     "CoverageSummary",
     "ExitCode",
+    "HistoryEntry",
+    "HistoryRun",
     "Outcome",
     "PhaseRecord",
+    "RunContext",
     "RunReport",
     "Subtest",
     "TestRecord",
@@ -43,4 +47,5 @@ __all__ = [
     "Totals",
     "first_line",
     "id_key",
+    "run_key",
 ]

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any, Optional
 
 from flakewarden.model.coverage import CoverageSummary
+from flakewarden.model.history import RunContext
 from flakewarden.model.outcomes import SCHEMA_VERSION, Outcome
 from flakewarden.model.results import TestResult
 
@@ -145,6 +146,7 @@ class RunReport:
     max_failures: int = 10
     reruns: int = 2
     quarantine_known: list[str] = dataclasses.field(default_factory=list)  # the set in force
+    context: Optional[RunContext] = None  # where it ran; None in older reports
 
     @property
     def totals(self) -> Totals:
@@ -177,6 +179,7 @@ class RunReport:
             "interrupted": self.interrupted,
             "problems": self.problems,
             "quarantine_known": self.quarantine_known,
+            "context": None if self.context is None else self.context.to_json(),
             "totals": self.totals.to_json(),
             "coverage": None if self.coverage is None else self.coverage.to_json(),
             "attempts": [a.to_json() for a in self.attempts],
@@ -210,4 +213,5 @@ class RunReport:
             max_failures=int(data.get("max_failures", 10)),
             reruns=int(data.get("reruns", 2)),
             quarantine_known=[str(i) for i in data.get("quarantine_known", [])],
+            context=None if data.get("context") is None else RunContext.from_json(data["context"]),
         )

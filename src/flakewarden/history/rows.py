@@ -1,0 +1,60 @@
+"""Turning the store's rows back into the model, and small query helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from flakewarden.model import HistoryRun, RunContext
+
+RUN_COLUMNS = (
+    "run_key, repository, workflow, run_id, run_attempt, job, job_name, event, branch,"
+    " pr_number, commit_sha, started_at, os, python, flakewarden_version, tests,"
+    " first_attempt_failures, hard_failures, flaky, cutoff, interrupted, source, ingested_at"
+)
+CHUNK = 500  # bound parameters per IN (...) query, well under SQLite's limit
+
+
+def history_run(row: Sequence[Any]) -> HistoryRun:
+    (key, repository, workflow, run_id, attempt, job, job_name, event, branch, pr, commit) = row[
+        :11
+    ]
+    (started, os_name, python, version, tests, first, hard, flaky, cutoff, interrupted) = row[11:21]
+    source, ingested = row[21], row[22]
+    context = RunContext(
+        repository=repository,
+        workflow=workflow,
+        run_id=run_id,
+        run_attempt=attempt,
+        job=job,
+        job_name=job_name,
+        event=event,
+        branch=branch,
+        pr_number=pr,
+        commit=commit,
+        started_at=started,
+        os=os_name,
+        python=python,
+        flakewarden_version=version,
+    )
+    return HistoryRun(
+        run_key=key,
+        context=context,
+        tests=tests,
+        first_attempt_failures=first,
+        hard_failures=hard,
+        source=source,
+        flaky=flaky,
+        cutoff=bool(cutoff),
+        interrupted=bool(interrupted),
+        ingested_at=ingested,
+    )
+
+
+def marks(values: Sequence[Any]) -> str:
+    return ", ".join("?" * len(values))
+
+
+def chunks(values: Sequence[Any]) -> Iterator[list[Any]]:
+    for start in range(0, len(values), CHUNK):
+        yield list(values[start : start + CHUNK])

@@ -1,0 +1,92 @@
+"""The history database's schema, version by version; docs/history.md describes it.
+
+Kept compact on purpose: a year of a large suite is ten million entries, so an
+entry is two small integer keys, an outcome code, one letter per attempt and a
+duration in milliseconds (about 20 bytes on disk).
+"""
+
+from __future__ import annotations
+
+from flakewarden.model import AttemptOutcome, Outcome
+
+#: ``PRAGMA application_id``: "FlkW". Tells our database from any other SQLite file.
+APPLICATION_ID = 0x466C6B57
+#: ``PRAGMA user_version``: the schema version this flakewarden writes.
+SCHEMA_VERSION = 1
+
+#: The final outcome, stored as a small integer (0 and 1 take no bytes at all).
+OUTCOME_CODES: dict[Outcome, int] = {
+    Outcome.PASSED: 0,
+    Outcome.FLAKY: 1,
+    Outcome.FAILED: 2,
+    Outcome.QUARANTINED: 3,
+    Outcome.SKIPPED: 4,
+    Outcome.ERROR: 5,
+}
+OUTCOMES_BY_CODE: dict[int, Outcome] = {code: outcome for outcome, code in OUTCOME_CODES.items()}
+
+#: One letter per attempt, in order: "fp" is failed then passed.
+ATTEMPT_LETTERS: dict[AttemptOutcome, str] = {
+    AttemptOutcome.PASSED: "p",
+    AttemptOutcome.FAILED: "f",
+    AttemptOutcome.ERROR: "e",
+    AttemptOutcome.SKIPPED: "s",
+    AttemptOutcome.CRASHED: "c",
+}
+FAILURE_LETTERS = frozenset("fec")
+
+SCHEMA_V1 = """
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    run_key TEXT NOT NULL UNIQUE,
+    repository TEXT NOT NULL,
+    workflow TEXT NOT NULL,
+    run_id INTEGER,
+    run_attempt INTEGER,
+    job TEXT NOT NULL,
+    job_name TEXT NOT NULL,
+    event TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    pr_number INTEGER,
+    commit_sha TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    os TEXT NOT NULL,
+    python TEXT NOT NULL,
+    flakewarden_version TEXT NOT NULL,
+    tests INTEGER NOT NULL,
+    first_attempt_failures INTEGER NOT NULL,
+    hard_failures INTEGER NOT NULL,
+    flaky INTEGER NOT NULL,
+    cutoff INTEGER NOT NULL,
+    interrupted INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    ingested_at TEXT NOT NULL
+);
+CREATE INDEX runs_by_time ON runs (started_at, id);
+CREATE INDEX runs_by_github_run ON runs (repository, workflow, branch, run_id);
+CREATE TABLE tests (
+    id INTEGER PRIMARY KEY,
+    test_id TEXT NOT NULL UNIQUE
+);
+CREATE TABLE entries (
+    run INTEGER NOT NULL REFERENCES runs (id),
+    test INTEGER NOT NULL REFERENCES tests (id),
+    outcome INTEGER NOT NULL,
+    attempts TEXT NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    PRIMARY KEY (run, test)
+) WITHOUT ROWID;
+CREATE TABLE github_runs (
+    repository TEXT NOT NULL,
+    workflow TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    run_id INTEGER NOT NULL,
+    run_attempt INTEGER NOT NULL,
+    result TEXT NOT NULL,
+    checked_at TEXT NOT NULL,
+    PRIMARY KEY (repository, workflow, run_id, run_attempt)
+);
+"""
+
+#: How to bring a database of version N up to N + 1 (none yet: version 1 is the first).
+MIGRATIONS: dict[int, str] = {}

@@ -1,0 +1,393 @@
+"""``HistoryStore``: the SQLite file every ingested run is kept in, and the queries on it.
+
+One file, the standard library's ``sqlite3``, no server: the digest workflow keeps it
+in the Actions cache, and a lost cache is rebuilt from the retained artifacts. A file
+that is not ours, is corrupt, or was written by a newer flakewarden is refused with one
+line and never written to.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from flakewarden.errors import HistoryError
+from flakewarden.history import schema
+from flakewarden.history.rows import RUN_COLUMNS, chunks, history_run, marks
+from flakewarden.model import (
+    HistoryEntry,
+    HistoryRun,
+    Outcome,
+    RunContext,
+    RunReport,
+    TestResult,
+    run_key,
+)
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _since(value: Union[str, datetime.datetime, None]) -> Optional[str]:
+    if value is None or isinstance(value, str):
+        return value
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.timezone.utc)
+    return value.astimezone(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def report_context(report: RunReport) -> RunContext:
+    """The report's recorded context; for a report written before contexts, what it knows."""
+    if report.context is not None:
+        return report.context
+    return RunContext(started_at=report.started_at, flakewarden_version=report.version)
+
+
+def _attempt_letters(test: TestResult) -> str:
+    return "".join(schema.ATTEMPT_LETTERS[a.outcome] for a in test.attempts)
+
+
+class HistoryStore:
+    """An open history database. Use ``HistoryStore.open(path)``; close it (or use ``with``)."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._db = connection
+        self.path = path
+        self._test_ids: Optional[dict[str, int]] = None
+        self._test_names: Optional[dict[int, str]] = None
+
+    # -- opening -------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Union[str, Path]) -> HistoryStore:
+        """Open ``path``, creating the database when the file is absent or empty.
+
+        ``HistoryError`` (exit code 4) when it is not a SQLite file, is another
+        application's database, is corrupt, or has a schema newer than this version.
+        """
+        path = Path(path)
+        try:
+            with path.open("rb") as stream:
+                header = stream.read(len(_SQLITE_HEADER))
+        except FileNotFoundError:
+            header = b""
+        except OSError as exc:
+            raise HistoryError(f"cannot read the history database {path}: {exc.strerror}") from None
+        if header and header != _SQLITE_HEADER:
+            raise HistoryError(
+                f"{path} is not a flakewarden history database (not a SQLite file); "
+                "it was left untouched: pass another --db"
+            )
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(str(path), isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise HistoryError(f"cannot open the history database {path}: {exc}") from None
+        store = cls(connection, path)
+        try:
+            store._prepare()
+        except sqlite3.DatabaseError as exc:
+            connection.close()
+            raise HistoryError(
+                f"{path} is corrupt or not a history database ({exc}); it was left untouched: "
+                "move it away to rebuild the history from the artifacts"
+            ) from None
+        except HistoryError:
+            connection.close()
+            raise
+        return store
+
+    def _prepare(self) -> None:
+        db = self._db
+        application = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if application == 0 and version == 0 and tables == 0:
+            self._create()
+        elif application != schema.APPLICATION_ID:
+            raise HistoryError(
+                f"{self.path} is a SQLite database of another application, not a flakewarden "
+                "history; it was left untouched: pass another --db"
+            )
+        elif version > schema.SCHEMA_VERSION:
+            raise HistoryError(
+                f"{self.path} has history schema {version}, newer than {schema.SCHEMA_VERSION} "
+                "that this flakewarden reads: upgrade flakewarden (the file was left untouched)"
+            )
+        elif version < schema.SCHEMA_VERSION:
+            self._migrate(version)
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA foreign_keys = ON")
+
+    def _create(self) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in schema.SCHEMA_V1.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA application_id = {schema.APPLICATION_ID}")
+            db.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _migrate(self, version: int) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            while version < schema.SCHEMA_VERSION:
+                if version not in schema.MIGRATIONS:
+                    raise HistoryError(
+                        f"{self.path} has history schema {version}, which this flakewarden "
+                        "cannot migrate; it was left untouched"
+                    )
+                for statement in schema.MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                version += 1
+                db.execute(f"PRAGMA user_version = {version}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> HistoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -------------------------------------------------------------------
+
+    def ingest(self, report: RunReport, source: str) -> bool:
+        """Add one run; False (and nothing changed) when its run attempt/job is already in."""
+        try:
+            return self._ingest(report, source)
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"cannot write to the history database {self.path}: {exc}") from None
+
+    def _ingest(self, report: RunReport, source: str) -> bool:
+        db = self._db
+        context = report_context(report)
+        key = run_key(context, report.command, report.rootdir)
+        letters = [_attempt_letters(test) for test in report.tests]
+        first_failed = sum(1 for word in letters if word[:1] in schema.FAILURE_LETTERS)
+        hard = sum(
+            1
+            for word in letters
+            if word and all(letter in schema.FAILURE_LETTERS for letter in word)
+        )
+        flaky = sum(1 for test in report.tests if test.outcome == Outcome.FLAKY)
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            cursor = db.execute(
+                f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({', '.join('?' * 23)})",
+                (
+                    key,
+                    context.repository,
+                    context.workflow,
+                    context.run_id,
+                    context.run_attempt,
+                    context.job,
+                    context.job_name,
+                    context.event,
+                    context.branch,
+                    context.pr_number,
+                    context.commit,
+                    context.started_at or report.started_at,
+                    context.os,
+                    context.python,
+                    context.flakewarden_version or report.version,
+                    len(report.tests),
+                    first_failed,
+                    hard,
+                    flaky,
+                    int(report.cutoff),
+                    int(report.interrupted),
+                    source,
+                    _now(),
+                ),
+            )
+            if cursor.rowcount == 0:
+                db.execute("ROLLBACK")
+                return False
+            run = cursor.lastrowid
+            ids = self._ids_for(test.id for test in report.tests)
+            rows = sorted(
+                (
+                    run,
+                    ids[test.id],
+                    schema.OUTCOME_CODES[test.outcome],
+                    word,
+                    round(test.duration * 1000),
+                )
+                for test, word in zip(report.tests, letters)
+            )
+            db.executemany("INSERT OR IGNORE INTO entries VALUES (?, ?, ?, ?, ?)", rows)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            self._test_ids = self._test_names = None  # may hold ids rolled back
+            raise
+        return True
+
+    def _ids_for(self, test_ids: Iterable[str]) -> dict[str, int]:
+        """Every test's integer id, adding the tests never seen before (inside the caller's
+        transaction)."""
+        known = self._known_ids()
+        new = [(name,) for name in dict.fromkeys(test_ids) if name not in known]
+        if new:
+            self._db.executemany("INSERT OR IGNORE INTO tests (test_id) VALUES (?)", new)
+            for chunk in chunks([name for (name,) in new]):
+                query = f"SELECT test_id, id FROM tests WHERE test_id IN ({marks(chunk)})"
+                for name, number in self._db.execute(query, chunk):
+                    known[name] = number
+                    if self._test_names is not None:
+                        self._test_names[number] = name
+        return known
+
+    def _known_ids(self) -> dict[str, int]:
+        if self._test_ids is None:
+            self._test_ids = dict(self._db.execute("SELECT test_id, id FROM tests"))
+        return self._test_ids
+
+    def mark_github_run(
+        self,
+        repository: str,
+        workflow: str,
+        branch: str,
+        run_id: int,
+        run_attempt: int,
+        result: str,
+    ) -> None:
+        """Remember a GitHub workflow run was looked at (ingested, expired, no report, ...),
+        so an incremental ingest never downloads it again."""
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO github_runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (repository, workflow, branch, run_id, run_attempt, result, _now()),
+            )
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"cannot write to the history database {self.path}: {exc}") from None
+
+    # -- reading -------------------------------------------------------------------
+
+    def runs(
+        self,
+        *,
+        branch: Optional[str] = None,
+        events: Optional[Sequence[str]] = None,
+        since: Union[str, datetime.datetime, None] = None,
+        limit: Optional[int] = None,
+    ) -> list[HistoryRun]:
+        """The ingested runs, newest first (by start time), filtered as asked."""
+        where: list[str] = []
+        params: list[Any] = []
+        if branch is not None:
+            where.append("branch = ?")
+            params.append(branch)
+        if events is not None:
+            events = list(events)
+            if not events:
+                return []
+            where.append(f"event IN ({marks(events)})")
+            params.extend(events)
+        since_text = _since(since)
+        if since_text is not None:
+            where.append("started_at >= ?")
+            params.append(since_text)
+        query = f"SELECT {RUN_COLUMNS} FROM runs"
+        if where:
+            query += " WHERE " + " AND ".join(where)
+        query += " ORDER BY started_at DESC, id DESC"
+        if limit is not None:
+            query += " LIMIT ?"
+            params.append(max(0, int(limit)))
+        return [history_run(row) for row in self._read(query, params)]
+
+    def entries(self, run_keys: Iterable[str]) -> Iterator[HistoryEntry]:
+        """Every test's entry in each of the given runs, run by run in the order given."""
+        keys = list(dict.fromkeys(run_keys))
+        numbers: dict[str, int] = {}
+        for chunk in chunks(keys):
+            query = f"SELECT run_key, id FROM runs WHERE run_key IN ({marks(chunk)})"
+            numbers.update(self._read(query, chunk))
+        names = self._names()
+        outcomes = schema.OUTCOMES_BY_CODE
+        failing = schema.FAILURE_LETTERS
+        for key in keys:
+            if key not in numbers:
+                continue
+            rows = self._read(
+                "SELECT test, outcome, attempts, duration_ms FROM entries WHERE run = ?",
+                [numbers[key]],
+            )
+            for test, outcome, word, duration in rows:
+                yield HistoryEntry(
+                    test_id=names[test],
+                    run_key=key,
+                    outcome=outcomes[outcome],
+                    first_attempt_failed=word[:1] in failing,
+                    attempts=len(word),
+                    failures=sum(1 for letter in word if letter in failing),
+                    duration=duration / 1000,
+                    attempt_outcomes=word,
+                )
+
+    def last_github_run_id(
+        self, repository: str, workflow: str, branch: Optional[str] = None
+    ) -> Optional[int]:
+        """The newest GitHub run id already ingested or looked at for this workflow (and
+        branch, when given): an incremental ingest asks only for newer runs."""
+        found: list[int] = []
+        for table in ("runs", "github_runs"):
+            query = f"SELECT max(run_id) FROM {table} WHERE repository = ? AND workflow = ?"
+            params: list[Any] = [repository, workflow]
+            if branch is not None:
+                query += " AND branch = ?"
+                params.append(branch)
+            value = self._read(query, params)[0][0]
+            if value is not None:
+                found.append(int(value))
+        return max(found) if found else None
+
+    def github_run_seen(self, repository: str, workflow: str, run_id: int, attempt: int) -> bool:
+        """True when that run attempt was already looked at (whatever it held)."""
+        rows = self._read(
+            "SELECT 1 FROM github_runs WHERE repository = ? AND workflow = ? AND run_id = ?"
+            " AND run_attempt = ? UNION ALL SELECT 1 FROM runs WHERE repository = ?"
+            " AND run_id = ? AND run_attempt = ? LIMIT 1",
+            [repository, workflow, run_id, attempt, repository, run_id, attempt],
+        )
+        return bool(rows)
+
+    def counts(self) -> tuple[int, int, int]:
+        """How many runs, tests and entries the database holds."""
+        return (
+            self._read("SELECT count(*) FROM runs", [])[0][0],
+            self._read("SELECT count(*) FROM tests", [])[0][0],
+            self._read("SELECT count(*) FROM entries", [])[0][0],
+        )
+
+    def _names(self) -> dict[int, str]:
+        if self._test_names is None:
+            self._test_names = {n: name for name, n in self._known_ids().items()}
+        return self._test_names
+
+    def _read(self, query: str, params: Sequence[Any]) -> list[Any]:
+        try:
+            return self._db.execute(query, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"cannot read the history database {self.path}: {exc}") from None

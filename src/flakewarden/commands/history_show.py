@@ -22,7 +22,7 @@ from flakewarden.model.scores import HEALTHY, STATES, TestScore
 
 #: What ``--json`` writes; bumped when a field changes meaning.
 JSON_SCHEMA = 1
-DEFAULT_DB = Path("flakewarden-history.sqlite")
+DEFAULT_DB = Path("flakewarden-history.db")
 
 
 def register(subparsers: Any) -> None:

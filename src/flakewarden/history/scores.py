@@ -7,8 +7,9 @@ store, so the same functions score a window read from SQLite or built in a test.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Optional
+from typing import Optional
 
+from flakewarden.model.history import HistoryEntry, HistoryRun
 from flakewarden.model.scores import BROKEN, FLAKY, HEALTHY, NEW, Figures, TestScore
 
 #: ``broken``: the test failed every attempt in its most recent runs, up to this many.
@@ -46,7 +47,7 @@ class _Tally:
         return sum(1 for at in self.hard_at if at < self.clean)
 
 
-def tally(runs: Sequence[Any], entries: Iterable[Any]) -> dict[str, _Tally]:
+def tally(runs: Sequence[HistoryRun], entries: Iterable[HistoryEntry]) -> dict[str, _Tally]:
     """Counts per test over ``runs`` (newest first); entries of other runs and skips are ignored."""
     index = {run.run_key: n for n, run in enumerate(runs)}
     found: dict[str, _Tally] = {}
@@ -87,12 +88,12 @@ def state_of(t: _Tally, min_runs: int) -> str:
     return FLAKY if t.fa else HEALTHY
 
 
-def _started(run: Any) -> str:
+def _started(run: HistoryRun) -> str:
     return str(run.context.started_at or "")
 
 
 def _previous(
-    before: dict[str, _Tally], test_id: str, runs: Optional[Sequence[Any]]
+    before: dict[str, _Tally], test_id: str, runs: Optional[Sequence[HistoryRun]]
 ) -> Optional[Figures]:
     if runs is None:
         return None
@@ -101,15 +102,15 @@ def _previous(
 
 
 def score(
-    runs: Sequence[Any],
-    entries: Iterable[Any],
+    runs: Sequence[HistoryRun],
+    entries: Iterable[HistoryEntry],
     *,
     min_runs: int,
     window: str,
-    pull_runs: Sequence[Any] = (),
-    pull_entries: Iterable[Any] = (),
-    previous_runs: Optional[Sequence[Any]] = None,
-    previous_entries: Iterable[Any] = (),
+    pull_runs: Sequence[HistoryRun] = (),
+    pull_entries: Iterable[HistoryEntry] = (),
+    previous_runs: Optional[Sequence[HistoryRun]] = None,
+    previous_entries: Iterable[HistoryEntry] = (),
 ) -> dict[str, TestScore]:
     """Every test seen in ``runs`` (or only in pull-request runs), scored; with
     ``previous_runs``, each score carries the previous window's figures (the trend).

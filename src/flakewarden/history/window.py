@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Sequence
-from typing import Any, Optional
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Optional
 
-from flakewarden.model.scores import WindowInfo
+from flakewarden.model.history import HistoryEntry, HistoryRun
+from flakewarden.model.scores import TestScore, WindowInfo
+
+if TYPE_CHECKING:
+    from flakewarden.history.store import HistoryStore
 
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
 DEFAULT_RUNS = 50
@@ -43,14 +47,15 @@ def resolve_branch(
     return FALLBACK_BRANCH, "the fallback (no --branch, config or known repository default)"
 
 
-def is_pull_request(run: Any) -> bool:
+def is_pull_request(run: HistoryRun) -> bool:
     ctx = run.context
     return ctx.event in PULL_REQUEST_EVENTS or bool(ctx.pr_number)
 
 
-def fell_over(run: Any, share: float) -> bool:
-    """More than ``share`` of the run's tests failed their first attempt (or it ran none)."""
-    if run.tests <= 0:
+def fell_over(run: HistoryRun, share: float) -> bool:
+    """More than ``share`` of the run's tests failed their first attempt, it ran none, or it
+    stopped at ``--max-failures`` (nothing was rerun, so a flake cannot be told from a break)."""
+    if run.tests <= 0 or run.cutoff:
         return True
     return bool(run.first_attempt_failures / run.tests > share)
 
@@ -60,28 +65,22 @@ class Selection:
     """The runs of one window, newest first, and the window before it (for the trend)."""
 
     info: WindowInfo
-    runs: list[Any]
-    excluded: list[Any]
-    pull_requests: list[Any]
-    previous: list[Any]
+    runs: list[HistoryRun]
+    excluded: list[HistoryRun]
+    pull_requests: list[HistoryRun]
+    previous: list[HistoryRun]
 
 
 def _since(now: dt.datetime, days: Optional[float], factor: int = 1) -> Optional[dt.datetime]:
     return None if days is None else now - dt.timedelta(days=days * factor)
 
 
-def _started(run: Any) -> str:
+def _started(run: HistoryRun) -> str:
     return str(run.context.started_at or "")
 
 
-def _cut(runs: Sequence[Any], options: WindowOptions, until: Optional[str]) -> list[Any]:
-    """The newest runs up to the limits, older than ``until`` when given (ISO strings)."""
-    kept = [r for r in runs if until is None or _started(r) < until]
-    return kept[: options.runs] if options.runs is not None else kept
-
-
 def select(
-    store: Any,
+    store: HistoryStore,
     options: WindowOptions,
     branch: str,
     branch_source: str,
@@ -137,7 +136,7 @@ def _iso(moment: Optional[dt.datetime]) -> str:
 
 
 def score_window(
-    store: Any,
+    store: HistoryStore,
     options: WindowOptions,
     branch: str,
     branch_source: str,
@@ -145,13 +144,13 @@ def score_window(
     *,
     with_previous: bool = False,
     now: Optional[dt.datetime] = None,
-) -> tuple[Selection, dict[str, Any]]:
+) -> tuple[Selection, dict[str, TestScore]]:
     """Select the window's runs from ``store`` and score every test seen in them."""
     from flakewarden.history.scores import score
 
     chosen = select(store, options, branch, branch_source, now, with_previous)
 
-    def entries(runs: list[Any]) -> Any:
+    def entries(runs: list[HistoryRun]) -> Iterator[HistoryEntry]:
         return store.entries([r.run_key for r in runs]) if runs else iter(())
 
     scores = score(

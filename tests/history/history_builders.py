@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from flakewarden.history.store import HistoryStore
-from flakewarden.model import Attempt, AttemptOutcome, AttemptResult, Outcome, RunReport
-from flakewarden.model import TestResult
+from flakewarden.model import Attempt, AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult
 from flakewarden.model.history import RunContext
 from flakewarden.reports.report_json import read_report, write_reports
 

@@ -37,14 +37,14 @@ class WindowOptions:
 def resolve_branch(
     option: Optional[str], configured: Optional[str], repository_default: Optional[str]
 ) -> tuple[str, str]:
-    """The default branch and where it came from: ``--branch``, the config, the repository."""
+    """The default branch and where it came from (a key of ``BRANCH_SOURCES``)."""
     if option:
-        return option, "--branch"
+        return option, "option"
     if configured:
-        return configured, "the config file"
+        return configured, "config"
     if repository_default:
-        return repository_default, "the repository's default"
-    return FALLBACK_BRANCH, "the fallback (no --branch, config or known repository default)"
+        return repository_default, "repository"
+    return FALLBACK_BRANCH, "fallback"
 
 
 def is_pull_request(run: HistoryRun) -> bool:

@@ -51,12 +51,21 @@ class Figures:
         }
 
 
+#: Where the default branch came from, as ``history show`` says it.
+BRANCH_SOURCES = {
+    "option": "given by --branch",
+    "config": "history.default_branch in the config file",
+    "repository": "the repository's default branch",
+    "fallback": "the fallback: no --branch, config or repository default known",
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class WindowInfo:
     """Which runs a score was computed over, said in words and in figures."""
 
     branch: str
-    branch_source: str  # "--branch", "config", "repository default", "fallback"
+    branch_source: str  # a key of BRANCH_SOURCES
     runs: int  # default-branch runs scored
     excluded: int  # default-branch runs left out: the suite fell over
     pull_request_runs: int  # scored apart, never mixed into the rate
@@ -72,9 +81,8 @@ class WindowInfo:
         if self.limit_days is not None:
             limits.append(f"last {self.limit_days:g} days")
         span = " within the ".join(limits) or "every run"
-        text = (
-            f"{span} on {self.branch} (branch from {self.branch_source}): {self.runs} runs scored"
-        )
+        source = BRANCH_SOURCES.get(self.branch_source, self.branch_source)
+        text = f"{span} on {self.branch} ({source}): {self.runs} runs scored"
         if self.excluded:
             text += f", {self.excluded} excluded (the suite fell over)"
         return text + f"; {self.pull_request_runs} pull-request runs scored apart"

@@ -1,0 +1,161 @@
+"""Scores over a window, read back from real SQLite files through ``flakewarden history show``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from history_builders import ingest, report
+from workflow_commands import command_stream
+
+from flakewarden.cli import main
+from flakewarden.model.binomial import clopper_pearson
+
+STABLE = "tests/test_a.py::test_stable"
+FLAKY = "tests/test_a.py::test_flaky"
+BROKEN = "tests/test_a.py::test_broken"
+NEWBIE = "tests/test_a.py::test_newbie"
+SKIPPER = "tests/test_a.py::test_skipped"
+#: Ten more healthy tests, so that two failures in a run are not a suite that fell over.
+FILLER = {f"tests/test_b.py::test_{n}": "p" for n in range(10)}
+
+
+def team_runs() -> list[Any]:
+    """30 runs on main, then one where the suite fell over, then four pull-request runs."""
+    runs = []
+    for n in range(1, 31):
+        tests = {
+            **FILLER,
+            STABLE: "p",
+            FLAKY: "fp" if n % 5 == 0 else "p",
+            BROKEN: "fff" if n >= 28 else "p",
+            SKIPPER: "s",
+        }
+        if n >= 26:
+            tests[NEWBIE] = "p"
+        runs.append(report(n, tests))
+    runs.append(report(31, {STABLE: "fff", FLAKY: "fff", BROKEN: "fff", NEWBIE: "fff"}))
+    for n in range(32, 36):
+        tests = {**FILLER, STABLE: "fp", FLAKY: "p", BROKEN: "fff"}
+        runs.append(report(n, tests, branch="feature", event="pull_request", pr_number=7))
+    return runs
+
+
+@pytest.fixture(scope="module")
+def team_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("team")
+    return ingest(where / "history.db", team_runs(), where)
+
+
+def show(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(["history", "show", *args])
+    return code, capsys.readouterr().out
+
+
+def show_json(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> dict[str, Any]:
+    code, out = show(capsys, "--db", str(db), "--json", *args)
+    assert code == 0
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+def by_id(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["id"]: t for t in data["tests"]}
+
+
+def test_window_figures_states_exclusion_and_pull_requests_apart(
+    team_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = show_json(capsys, team_db, "--branch", "main")
+    window = data["window"]
+    assert (window["runs"], window["excluded_runs"], window["pull_request_runs"]) == (30, 1, 4)
+    assert window["branch"] == "main" and window["branch_source"] == "option"
+    tests = by_id(data)
+    assert SKIPPER not in tests  # it never ran: no runs to score
+    flaky = tests[FLAKY]
+    assert (flaky["runs"], flaky["first_attempt_failures"], flaky["flaky_runs"]) == (30, 6, 6)
+    assert flaky["hard_failures"] == 0 and flaky["state"] == "flaky"
+    assert flaky["rate"] == pytest.approx(0.2)
+    assert flaky["interval"] == pytest.approx(list(clopper_pearson(6, 30)), abs=1e-6)
+    assert flaky["first_failure"] == "2026-11-01T11:00:00Z"  # run 5
+    broken = tests[BROKEN]
+    assert (broken["state"], broken["hard_failures"], broken["flaky_runs"]) == ("broken", 3, 0)
+    newbie = tests[NEWBIE]
+    assert (newbie["state"], newbie["runs"]) == ("new", 5)
+    assert newbie["first_seen"] == "2026-11-02T08:00:00Z"  # run 26
+    stable = tests[STABLE]
+    # The fell-over run is not counted, and the pull requests' failures stay apart.
+    assert (stable["state"], stable["runs"], stable["first_attempt_failures"]) == ("healthy", 30, 0)
+    assert stable["pull_requests"]["runs"] == 4
+    assert stable["pull_requests"]["first_attempt_failures"] == 4
+    assert stable["pull_requests"]["flaky_runs"] == 4
+    assert stable["last_seen"] == "2026-11-02T12:00:00Z"  # run 30, not the fallen run 31
+    assert [t["id"] for t in data["tests"]][:4] == [BROKEN, FLAKY, NEWBIE, STABLE]
+
+
+def test_window_options_narrow_the_runs(team_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = show_json(capsys, team_db, "--window-runs", "10", "--test", FLAKY)
+    assert data["window"]["runs"] == 9 and data["window"]["excluded_runs"] == 1
+    assert data["window"]["branch_source"] == "fallback"
+    [flaky] = data["tests"]
+    assert (flaky["runs"], flaky["first_attempt_failures"]) == (9, 2)  # runs 25 and 30
+    # Only the runs of another branch: nothing on it, the PR runs apart as ever.
+    data = show_json(capsys, team_db, "--branch", "feature")
+    assert data["window"]["runs"] == 0
+    assert {t["state"] for t in data["tests"]} == {"new"}
+
+
+def test_share_and_sample_come_from_the_config(
+    team_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "flakewarden.yml"
+    config.write_text(
+        "history:\n  default_branch: main\n  fell_over_share: 1\n"
+        "quarantine_policy:\n  min_runs: 3\n",
+        encoding="utf-8",
+    )
+    data = show_json(capsys, team_db, "--config", str(config))
+    assert data["window"]["branch_source"] == "config"
+    assert (data["window"]["runs"], data["window"]["excluded_runs"]) == (31, 0)
+    tests = by_id(data)
+    # The fallen run counts now: one hard failure in six runs is flaky, not yet broken.
+    assert (tests[NEWBIE]["state"], tests[NEWBIE]["hard_failures"]) == ("flaky", 1)
+    assert (tests[STABLE]["state"], tests[STABLE]["hard_failures"]) == ("flaky", 1)
+    assert (tests[BROKEN]["state"], tests[BROKEN]["hard_failures"]) == ("broken", 4)
+    assert data["min_runs"] == 3
+
+
+def test_console_lists_the_unhealthy_and_escapes_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile = "tests/test_a.py::test_x[\n::error::owned ##[warning]x]"
+    runs = [report(n, {**FILLER, hostile: "fp" if n % 2 else "p"}) for n in range(1, 25)]
+    db = ingest(tmp_path / "h.db", runs, tmp_path)
+    code, out = show(capsys, "--db", str(db))
+    assert code == 0
+    assert command_stream(out) == []
+    lines = out.splitlines()
+    assert lines[0].startswith("flakewarden: history window: last 50 runs on main")
+    assert "24 runs scored" in lines[0]
+    assert lines[1].split()[:3] == ["STATE", "RATE", "95%"]
+    assert lines[2].startswith("flaky     50.0% [ 29.1%,  70.9%]    24    12    12     0")
+    assert lines[2].endswith("test_x[\\n::error::owned ##\\x5bwarning]x]")
+    assert lines[-1] == (
+        "flakewarden: 11 tests scored (0 broken, 1 flaky, 0 new, 10 healthy); "
+        "10 healthy not listed (--all lists them)"
+    )
+    code, out = show(capsys, "--db", str(db), "--all")
+    assert "tests/test_b.py::test_9" in out
+    assert main(["history", "show", "--db", str(db), "--test", "tests/nope.py::test_gone"]) == 1
+    assert "no runs of tests/nope.py::test_gone in the window" in capsys.readouterr().err
+
+
+def test_a_missing_history_is_a_usage_error_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["history", "show", "--db", str(tmp_path / "none.db")])
+    assert code == 4
+    assert "no flake history at" in capsys.readouterr().err
+    assert not (tmp_path / "none.db").exists()

@@ -173,6 +173,10 @@ class Evaluator:
                 return text == "true"
             if text == "null":
                 return None
+            if text == "toJSON" and self._take("("):
+                argument = self._or()
+                assert self._take(")")
+                return json.dumps(argument, indent=2)
             if self._take("("):
                 assert self._take(")"), "only argument-less status functions are supported"
                 return {"always": True, "success": not self.failed, "failure": self.failed}[text]

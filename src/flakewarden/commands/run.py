@@ -15,6 +15,7 @@ from flakewarden.config import load as load_config
 from flakewarden.console import one_line
 from flakewarden.errors import UsageError
 from flakewarden.github.fence import output_fence
+from flakewarden.history.context import collect_context
 from flakewarden.model import ExitCode, Outcome, RunReport
 from flakewarden.reports.report_json import write_reports
 from flakewarden.runner.reruns import RunOptions, run_attempts
@@ -98,6 +99,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--artifact-name", default=None, help="the artifact name the summary mentions"
     )
     parser.add_argument(
+        "--job-name",
+        default=None,
+        metavar="NAME",
+        help="the matrix entry this run is, recorded in report.json for the history "
+        "(default FLAKEWARDEN_JOB_NAME, or the matrix the action passes)",
+    )
+    parser.add_argument(
         "-q", "--quiet", action="store_true", help="do not echo the test command's output"
     )
     parser.set_defaults(handler=run)
@@ -144,6 +152,12 @@ def run(args: argparse.Namespace) -> int:
     # The tests' output is data: nothing it prints may act as a workflow command.
     with output_fence(options.echo, active=on_actions) as echo:
         report = run_attempts(dataclasses.replace(options, echo=echo), say)
+    report.context = collect_context(
+        os.environ,
+        started_at=report.started_at,
+        version=report.version,
+        job_name=args.job_name or "",
+    )
     write_reports(report, report_dir, artifact_name=args.artifact_name)
     console_summary(report, shown_dir)
     if on_actions:

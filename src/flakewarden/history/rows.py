@@ -9,18 +9,16 @@ from flakewarden.model import HistoryRun, RunContext
 
 RUN_COLUMNS = (
     "run_key, repository, workflow, run_id, run_attempt, job, job_name, event, branch,"
-    " pr_number, commit_sha, started_at, os, python, flakewarden_version, tests,"
+    " base_branch, pr_number, commit_sha, started_at, os, python, flakewarden_version, tests,"
     " first_attempt_failures, hard_failures, flaky, cutoff, interrupted, source, ingested_at"
 )
 CHUNK = 500  # bound parameters per IN (...) query, well under SQLite's limit
 
 
 def history_run(row: Sequence[Any]) -> HistoryRun:
-    (key, repository, workflow, run_id, attempt, job, job_name, event, branch, pr, commit) = row[
-        :11
-    ]
-    (started, os_name, python, version, tests, first, hard, flaky, cutoff, interrupted) = row[11:21]
-    source, ingested = row[21], row[22]
+    (key, repository, workflow, run_id, attempt, job, job_name, event, branch, base) = row[:10]
+    (pr, commit, started, os_name, python, version, tests, first, hard, flaky) = row[10:20]
+    cutoff, interrupted, source, ingested = row[20:24]
     context = RunContext(
         repository=repository,
         workflow=workflow,
@@ -30,6 +28,7 @@ def history_run(row: Sequence[Any]) -> HistoryRun:
         job_name=job_name,
         event=event,
         branch=branch,
+        base_branch=base,
         pr_number=pr,
         commit=commit,
         started_at=started,

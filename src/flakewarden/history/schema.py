@@ -47,6 +47,7 @@ CREATE TABLE runs (
     job_name TEXT NOT NULL,
     event TEXT NOT NULL,
     branch TEXT NOT NULL,
+    base_branch TEXT NOT NULL,
     pr_number INTEGER,
     commit_sha TEXT NOT NULL,
     started_at TEXT NOT NULL,

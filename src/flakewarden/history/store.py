@@ -28,6 +28,7 @@ from flakewarden.model import (
 )
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
+_PULL_REQUEST = "(pr_number IS NOT NULL OR event IN ('pull_request', 'pull_request_target'))"
 
 
 def _now() -> str:
@@ -193,7 +194,7 @@ class HistoryStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             cursor = db.execute(
-                f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({', '.join('?' * 23)})",
+                f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({', '.join('?' * 24)})",
                 (
                     key,
                     context.repository,
@@ -204,6 +205,7 @@ class HistoryStore:
                     context.job_name,
                     context.event,
                     context.branch,
+                    context.base_branch,
                     context.pr_number,
                     context.commit,
                     context.started_at or report.started_at,
@@ -291,10 +293,18 @@ class HistoryStore:
         events: Optional[Sequence[str]] = None,
         since: Union[str, datetime.datetime, None] = None,
         limit: Optional[int] = None,
+        pull_requests: Optional[bool] = None,
     ) -> list[HistoryRun]:
-        """The ingested runs, newest first (by start time), filtered as asked."""
+        """The ingested runs, newest first (by start time), filtered as asked.
+
+        ``pull_requests`` False keeps only runs that were not for a pull request (a
+        pull request's ``branch`` is its head branch, which may share the default
+        branch's name), True only those that were.
+        """
         where: list[str] = []
         params: list[Any] = []
+        if pull_requests is not None:
+            where.append(_PULL_REQUEST if pull_requests else f"NOT {_PULL_REQUEST}")
         if branch is not None:
             where.append("branch = ?")
             params.append(branch)

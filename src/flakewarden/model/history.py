@@ -45,6 +45,7 @@ class RunContext:
     job_name: str = ""  # the matrix entry (FLAKEWARDEN_JOB_NAME / --job-name)
     event: str = ""  # push, pull_request, schedule, ...
     branch: str = ""  # the branch pushed to, or a pull request's head branch
+    base_branch: str = ""  # a pull request's base branch
     pr_number: Optional[int] = None
     commit: str = ""
     started_at: str = ""  # ISO 8601, UTC
@@ -55,6 +56,11 @@ class RunContext:
     @property
     def on_github(self) -> bool:
         return bool(self.repository) and self.run_id is not None
+
+    @property
+    def is_pull_request(self) -> bool:
+        """A run for a pull request: kept apart from the branch's own runs."""
+        return self.pr_number is not None or self.event in ("pull_request", "pull_request_target")
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -73,6 +79,7 @@ class RunContext:
             job_name=_text(data.get("job_name")),
             event=_text(data.get("event")),
             branch=_text(data.get("branch")),
+            base_branch=_text(data.get("base_branch")),
             pr_number=_number(data.get("pr_number")),
             commit=_text(data.get("commit")),
             started_at=_text(data.get("started_at")),

@@ -1,0 +1,93 @@
+"""Where a run ran, read from the GitHub Actions environment: recorded in ``report.json``.
+
+So that a report directory alone tells which workflow run, job, matrix entry, event,
+branch and commit it belongs to, and the history can be built from any copy of it.
+Values are data, never trusted: numbers that do not parse read as unknown, and every
+text is bounded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import re
+from collections.abc import Mapping
+from typing import Optional
+
+from flakewarden.model import RunContext
+
+_LIMIT = 1_000  # characters kept of any one value
+_PULL_REF = re.compile(r"refs/pull/([0-9]{1,10})/(?:merge|head)")
+PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+
+
+def _value(environ: Mapping[str, str], name: str) -> str:
+    return environ.get(name, "").strip()[:_LIMIT]
+
+
+def _positive(text: str) -> Optional[int]:
+    return int(text) if text.isdigit() and 0 < int(text) < 2**63 else None
+
+
+def matrix_name(matrix_json: str) -> str:
+    """A matrix entry's name, ``key=value, ...`` from ``toJSON(matrix)``; "" when there is none."""
+    try:
+        matrix = json.loads(matrix_json) if matrix_json else None
+    except ValueError:
+        return ""
+    if not isinstance(matrix, dict):
+        return ""
+    parts = []
+    for key in sorted(matrix):
+        value = matrix[key]
+        shown = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        parts.append(f"{key}={shown}")
+    return ", ".join(parts)[:_LIMIT]
+
+
+def collect_context(
+    environ: Mapping[str, str], *, started_at: str, version: str, job_name: str = ""
+) -> RunContext:
+    """The run's context: GitHub's coordinates when running in GitHub Actions, and always
+    the start time, OS, Python and flakewarden version.
+
+    The matrix name is ``job_name`` when given (``--job-name``), else
+    ``FLAKEWARDEN_JOB_NAME``, else built from ``FLAKEWARDEN_MATRIX`` (the action sets it
+    to ``toJSON(matrix)``).
+    """
+    name = (
+        job_name
+        or _value(environ, "FLAKEWARDEN_JOB_NAME")
+        or matrix_name(environ.get("FLAKEWARDEN_MATRIX", ""))
+    )[:_LIMIT]
+    local = RunContext(
+        started_at=started_at,
+        os=_value(environ, "RUNNER_OS") or platform.system(),
+        python=platform.python_version(),
+        flakewarden_version=version,
+        job_name=name,
+    )
+    if environ.get("GITHUB_ACTIONS") != "true":
+        return local
+    event = _value(environ, "GITHUB_EVENT_NAME")
+    pull = _PULL_REF.fullmatch(_value(environ, "GITHUB_REF"))
+    if event in PULL_REQUEST_EVENTS or pull:
+        branch = _value(environ, "GITHUB_HEAD_REF")
+    elif _value(environ, "GITHUB_REF_TYPE") == "tag":
+        branch = ""
+    else:
+        branch = _value(environ, "GITHUB_REF_NAME")
+    return dataclasses.replace(
+        local,
+        repository=_value(environ, "GITHUB_REPOSITORY"),
+        workflow=_value(environ, "GITHUB_WORKFLOW"),
+        run_id=_positive(_value(environ, "GITHUB_RUN_ID")),
+        run_attempt=_positive(_value(environ, "GITHUB_RUN_ATTEMPT")),
+        job=_value(environ, "GITHUB_JOB"),
+        event=event,
+        branch=branch,
+        base_branch=_value(environ, "GITHUB_BASE_REF"),
+        pr_number=int(pull.group(1)) if pull else None,
+        commit=_value(environ, "GITHUB_SHA"),
+    )

@@ -53,6 +53,7 @@ def report(
     branch: str = "main",
     event: str = "push",
     pr_number: Optional[int] = None,
+    base_branch: str = "",
     at: Optional[dt.datetime] = None,
     cutoff: bool = False,
 ) -> RunReport:
@@ -66,6 +67,7 @@ def report(
         job="test",
         event=event,
         branch=branch,
+        base_branch=base_branch,
         pr_number=pr_number,
         commit=f"{n:040x}",
         started_at=started,

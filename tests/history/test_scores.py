@@ -7,11 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Project, flaky_module
 from history_builders import ingest, report
 from workflow_commands import command_stream
 
 from flakewarden.cli import main
+from flakewarden.history.store import HistoryStore
 from flakewarden.model.binomial import clopper_pearson
+from flakewarden.reports.report_json import read_report
 
 STABLE = "tests/test_a.py::test_stable"
 FLAKY = "tests/test_a.py::test_flaky"
@@ -23,7 +26,8 @@ FILLER = {f"tests/test_b.py::test_{n}": "p" for n in range(10)}
 
 
 def team_runs() -> list[Any]:
-    """30 runs on main, then one where the suite fell over, then four pull-request runs."""
+    """30 runs on main, one where the suite fell over, four runs of a pull request into main
+    and one of a pull request into another branch."""
     runs = []
     for n in range(1, 31):
         tests = {
@@ -39,7 +43,15 @@ def team_runs() -> list[Any]:
     runs.append(report(31, {STABLE: "fff", FLAKY: "fff", BROKEN: "fff", NEWBIE: "fff"}))
     for n in range(32, 36):
         tests = {**FILLER, STABLE: "fp", FLAKY: "p", BROKEN: "fff"}
-        runs.append(report(n, tests, branch="feature", event="pull_request", pr_number=7))
+        runs.append(
+            report(
+                n, tests, branch="feature", event="pull_request", pr_number=7, base_branch="main"
+            )
+        )
+    # A pull request into another branch is not one of main's.
+    runs.append(
+        report(36, {**FILLER, STABLE: "fp"}, event="pull_request", pr_number=8, base_branch="v1.x")
+    )
     return runs
 
 
@@ -101,10 +113,11 @@ def test_window_options_narrow_the_runs(team_db: Path, capsys: pytest.CaptureFix
     assert data["window"]["branch_source"] == "fallback"
     [flaky] = data["tests"]
     assert (flaky["runs"], flaky["first_attempt_failures"]) == (9, 2)  # runs 25 and 30
-    # Only the runs of another branch: nothing on it, the PR runs apart as ever.
-    data = show_json(capsys, team_db, "--branch", "feature")
-    assert data["window"]["runs"] == 0
+    # A branch with no runs of its own, only a pull request into it: every test is new.
+    data = show_json(capsys, team_db, "--branch", "v1.x")
+    assert (data["window"]["runs"], data["window"]["pull_request_runs"]) == (0, 1)
     assert {t["state"] for t in data["tests"]} == {"new"}
+    assert by_id(data)[STABLE]["pull_requests"]["flaky_runs"] == 1
 
 
 def test_share_and_sample_come_from_the_config(
@@ -159,3 +172,60 @@ def test_a_missing_history_is_a_usage_error_and_creates_nothing(
     assert code == 4
     assert "no flake history at" in capsys.readouterr().err
     assert not (tmp_path / "none.db").exists()
+
+
+def test_real_runs_on_main_and_a_pull_request(
+    project: Project, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reports of real ``flakewarden run`` subprocesses in a GitHub Actions environment."""
+    project.write("test_flaky.py", flaky_module("flaky"))
+    project.write(
+        "test_other.py",
+        """
+        import pytest
+
+        @pytest.mark.parametrize("n", range(8))
+        def test_many(n):
+            pass
+
+        def test_broken():
+            assert False, "broken"
+        """,
+    )
+    actions = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_REPOSITORY": "octo-org/octo-repo",
+        "GITHUB_WORKFLOW": "CI",
+        "GITHUB_RUN_ATTEMPT": "1",
+        "GITHUB_JOB": "test",
+        "GITHUB_SHA": "0" * 40,
+    }
+    push = {**actions, "GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/heads/main"}
+    push["GITHUB_REF_NAME"] = "main"
+    pull = {**actions, "GITHUB_EVENT_NAME": "pull_request", "GITHUB_REF": "refs/pull/9/merge"}
+    pull.update(GITHUB_HEAD_REF="fix-cache", GITHUB_BASE_REF="main", GITHUB_REF_NAME="9/merge")
+    db = tmp_path / "history.db"
+    with HistoryStore.open(db) as store:
+        for n, env in enumerate([push, push, pull], start=1):
+            done = project.run("-q", env={**env, "GITHUB_RUN_ID": str(n)}, report_dir=f"r{n}")
+            assert done.returncode == 1, done.stderr
+            assert store.ingest(read_report(done.report_dir), str(done.report_dir))
+    config = tmp_path / "flakewarden.yml"
+    config.write_text("quarantine_policy:\n  min_runs: 2\n", encoding="utf-8")
+    data = show_json(capsys, db, "--config", str(config))
+    window = data["window"]
+    assert (window["branch"], window["branch_source"]) == ("main", "fallback")
+    assert (window["runs"], window["excluded_runs"], window["pull_request_runs"]) == (2, 0, 1)
+    tests = by_id(data)
+    flaky = tests["test_flaky.py::test_flaky"]
+    # The counter file fails it once, in the first run only.
+    assert (flaky["state"], flaky["runs"], flaky["flaky_runs"], flaky["rate"]) == (
+        "flaky",
+        2,
+        1,
+        0.5,
+    )
+    broken = tests["test_other.py::test_broken"]
+    assert (broken["state"], broken["hard_failures"]) == ("broken", 2)
+    assert broken["pull_requests"]["hard_failures"] == 1
+    assert tests["test_other.py::test_many[3]"]["state"] == "healthy"

@@ -48,8 +48,7 @@ def resolve_branch(
 
 
 def is_pull_request(run: HistoryRun) -> bool:
-    ctx = run.context
-    return ctx.event in PULL_REQUEST_EVENTS or bool(ctx.pr_number)
+    return run.context.is_pull_request
 
 
 def fell_over(run: HistoryRun, share: float) -> bool:
@@ -113,7 +112,8 @@ def select(
     pulls = store.runs(
         events=list(PULL_REQUEST_EVENTS), since=_since(now, options.days), limit=options.runs
     )
-    pulls = [r for r in pulls if not fell_over(r, share)]
+    # A pull request's runs count when it targets the branch (or its base is unknown).
+    pulls = [r for r in pulls if r.context.base_branch in ("", branch) and not fell_over(r, share)]
     info = WindowInfo(
         branch=branch,
         branch_source=branch_source,

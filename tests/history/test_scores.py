@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -229,3 +230,21 @@ def test_real_runs_on_main_and_a_pull_request(
     assert (broken["state"], broken["hard_failures"]) == ("broken", 2)
     assert broken["pull_requests"]["hard_failures"] == 1
     assert tests["test_other.py::test_many[3]"]["state"] == "healthy"
+
+
+def test_window_days_counts_back_from_now(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = dt.datetime.now(dt.timezone.utc)
+    runs = [
+        report(n, {**FILLER, FLAKY: "fp" if n < 2 else "p"}, at=now - dt.timedelta(days=n))
+        for n in range(10)
+    ]
+    db = ingest(tmp_path / "h.db", runs, tmp_path)
+    data = show_json(capsys, db, "--window-days", "3.5", "--test", FLAKY)
+    assert data["window"]["runs"] == 4  # today and the three days before
+    assert (data["window"]["limit_runs"], data["window"]["limit_days"]) == (None, 3.5)
+    [flaky] = data["tests"]
+    assert (flaky["runs"], flaky["flaky_runs"]) == (4, 2)
+    both = show_json(capsys, db, "--window-days", "3.5", "--window-runs", "2", "--test", FLAKY)
+    assert both["window"]["runs"] == 2 and both["tests"][0]["flaky_runs"] == 2

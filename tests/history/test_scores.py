@@ -13,7 +13,9 @@ from history_builders import ingest, report
 from workflow_commands import command_stream
 
 from flakewarden.cli import main
+from flakewarden.history.scores import Tally, tally
 from flakewarden.history.store import HistoryStore
+from flakewarden.history.tally_query import tally_store
 from flakewarden.model.binomial import clopper_pearson
 from flakewarden.reports.report_json import read_report
 
@@ -248,3 +250,20 @@ def test_window_days_counts_back_from_now(
     assert (flaky["runs"], flaky["flaky_runs"]) == (4, 2)
     both = show_json(capsys, db, "--window-days", "3.5", "--window-runs", "2", "--test", FLAKY)
     assert both["window"]["runs"] == 2 and both["tests"][0]["flaky_runs"] == 2
+
+
+def test_the_lean_tally_agrees_with_the_tally_of_entries(team_db: Path) -> None:
+    """Every count of every test, in every window, read lean or from ``HistoryEntry``s."""
+    with HistoryStore.open(team_db) as store:
+        every = store.runs()
+        windows = [every, every[:7], every[3:20], [r for r in every if r.context.pr_number]]
+        for runs in windows:
+            lean = tally_store(store, runs)
+            full = tally(runs, store.entries([r.run_key for r in runs]))
+            assert sorted(lean) == sorted(full) and lean
+            for test_id, t in full.items():
+                assert counts(lean[test_id]) == counts(t), test_id
+
+
+def counts(t: Tally) -> dict[str, Any]:
+    return {k: sorted(t.hard_at) if k == "hard_at" else getattr(t, k) for k in Tally.__slots__}

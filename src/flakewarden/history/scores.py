@@ -17,7 +17,7 @@ BROKEN_RUNS = 3
 _NEVER = 1 << 62
 
 
-class _Tally:
+class Tally:
     """Running counts of one test; run indexes count from 0, the newest run."""
 
     __slots__ = (
@@ -47,17 +47,17 @@ class _Tally:
         return sum(1 for at in self.hard_at if at < self.clean)
 
 
-def tally(runs: Sequence[HistoryRun], entries: Iterable[HistoryEntry]) -> dict[str, _Tally]:
+def tally(runs: Sequence[HistoryRun], entries: Iterable[HistoryEntry]) -> dict[str, Tally]:
     """Counts per test over ``runs`` (newest first); entries of other runs and skips are ignored."""
     index = {run.run_key: n for n, run in enumerate(runs)}
-    found: dict[str, _Tally] = {}
+    found: dict[str, Tally] = {}
     for entry in entries:
         at = index.get(entry.run_key)
         if at is None or entry.attempts <= 0 or entry.outcome == "skipped":
             continue
         t = found.get(entry.test_id)
         if t is None:
-            t = found[entry.test_id] = _Tally(at)
+            t = found[entry.test_id] = Tally(at)
         t.runs += 1
         hard = entry.failures >= entry.attempts
         if entry.first_attempt_failed:
@@ -78,7 +78,7 @@ def tally(runs: Sequence[HistoryRun], entries: Iterable[HistoryEntry]) -> dict[s
     return found
 
 
-def state_of(t: _Tally, min_runs: int) -> str:
+def state_of(t: Tally, min_runs: int) -> str:
     """``broken`` > ``new`` > ``flaky`` > ``healthy``: the first that applies."""
     streak = t.streak()
     if streak >= 1 and streak >= min(BROKEN_RUNS, t.runs):
@@ -90,15 +90,6 @@ def state_of(t: _Tally, min_runs: int) -> str:
 
 def _started(run: HistoryRun) -> str:
     return str(run.context.started_at or "")
-
-
-def _previous(
-    before: dict[str, _Tally], test_id: str, runs: Optional[Sequence[HistoryRun]]
-) -> Optional[Figures]:
-    if runs is None:
-        return None
-    t = before.get(test_id)
-    return t.figures() if t is not None else Figures()
 
 
 def score(
@@ -117,12 +108,37 @@ def score(
 
     A test seen only in pull-request runs has no default-branch runs: it is ``new``.
     """
-    main = tally(runs, entries)
-    pulls = tally(pull_runs, pull_entries)
+    return score_tallies(
+        runs,
+        tally(runs, entries),
+        min_runs=min_runs,
+        window=window,
+        pull_runs=pull_runs,
+        pulls=tally(pull_runs, pull_entries),
+        previous=None if previous_runs is None else tally(previous_runs, previous_entries),
+    )
+
+
+def score_tallies(
+    runs: Sequence[HistoryRun],
+    main: dict[str, Tally],
+    *,
+    min_runs: int,
+    window: str,
+    pull_runs: Sequence[HistoryRun] = (),
+    pulls: Optional[dict[str, Tally]] = None,
+    previous: Optional[dict[str, Tally]] = None,
+) -> dict[str, TestScore]:
+    """The scores from tallies already counted (by ``tally`` or in SQL)."""
+    pulls = pulls or {}
     empty = Figures()
-    before: dict[str, _Tally] = {}
-    if previous_runs is not None:
-        before = tally(previous_runs, previous_entries)
+
+    def before(test_id: str) -> Optional[Figures]:
+        if previous is None:
+            return None
+        t = previous.get(test_id)
+        return t.figures() if t is not None else empty
+
     scores: dict[str, TestScore] = {}
     for test_id, t in main.items():
         p = pulls.get(test_id)
@@ -135,7 +151,7 @@ def score(
             first_failure=_started(runs[t.first_failure]) if t.first_failure >= 0 else "",
             state=state_of(t, min_runs),
             pull_requests=p.figures() if p is not None else empty,
-            previous=_previous(before, test_id, previous_runs),
+            previous=before(test_id),
         )
     for test_id, p in pulls.items():
         if test_id not in scores:
@@ -148,6 +164,6 @@ def score(
                 first_failure="",
                 state=NEW,
                 pull_requests=p.figures(),
-                previous=_previous(before, test_id, previous_runs),
+                previous=before(test_id),
             )
     return scores

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Optional
 
-from flakewarden.model.history import HistoryEntry, HistoryRun
+from flakewarden.model.history import HistoryRun
 from flakewarden.model.scores import TestScore, WindowInfo
 
 if TYPE_CHECKING:
@@ -146,21 +145,17 @@ def score_window(
     now: Optional[dt.datetime] = None,
 ) -> tuple[Selection, dict[str, TestScore]]:
     """Select the window's runs from ``store`` and score every test seen in them."""
-    from flakewarden.history.scores import score
+    from flakewarden.history.scores import score_tallies
+    from flakewarden.history.tally_query import tally_store
 
     chosen = select(store, options, branch, branch_source, now, with_previous)
-
-    def entries(runs: list[HistoryRun]) -> Iterator[HistoryEntry]:
-        return store.entries([r.run_key for r in runs]) if runs else iter(())
-
-    scores = score(
+    scores = score_tallies(
         chosen.runs,
-        entries(chosen.runs),
+        tally_store(store, chosen.runs),
         min_runs=min_runs,
         window=chosen.info.describe(),
         pull_runs=chosen.pull_requests,
-        pull_entries=entries(chosen.pull_requests),
-        previous_runs=chosen.previous if with_previous else None,
-        previous_entries=entries(chosen.previous),
+        pulls=tally_store(store, chosen.pull_requests),
+        previous=tally_store(store, chosen.previous) if with_previous else None,
     )
     return chosen, scores

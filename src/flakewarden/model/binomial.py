@@ -19,6 +19,15 @@ def log_comb(n: int, k: int) -> float:
 
 def binomial_cdf(k: int, n: int, p: float) -> float:
     """P(X <= k) for X ~ Binomial(n, p)."""
+    return _cdf(k, n, p, _log_combs(k, n))
+
+
+def _log_combs(k: int, n: int) -> list[float]:
+    return [log_comb(n, i) for i in range(max(0, k + 1))] if k < n else []
+
+
+def _cdf(k: int, n: int, p: float, combs: list[float]) -> float:
+    """``binomial_cdf`` with log(n choose i) for i <= k already computed."""
     if k < 0:
         return 0.0
     if k >= n or p <= 0.0:
@@ -26,17 +35,18 @@ def binomial_cdf(k: int, n: int, p: float) -> float:
     if p >= 1.0:
         return 0.0
     log_p, log_q = math.log(p), math.log1p(-p)
-    terms = [log_comb(n, i) + i * log_p + (n - i) * log_q for i in range(k + 1)]
+    terms = [c + i * log_p + (n - i) * log_q for i, c in enumerate(combs)]
     peak = max(terms)
     return min(1.0, math.exp(peak) * math.fsum(math.exp(t - peak) for t in terms))
 
 
 def _solve(target: float, k: int, n: int) -> float:
     """The p at which P(X <= k) equals ``target`` (the CDF falls as p grows)."""
+    combs = _log_combs(k, n)  # the same for every step of the bisection
     low, high = 0.0, 1.0
     for _ in range(100):
         mid = (low + high) / 2
-        if binomial_cdf(k, n, mid) > target:
+        if _cdf(k, n, mid, combs) > target:
             low = mid
         else:
             high = mid

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import jsonschema
+from github_emulator_actions import ActionsState, sampled
 
 DATA = Path(__file__).parent / "data" / "github-api"
 BODY_LIMIT = 65_536
@@ -240,7 +241,7 @@ USER = {
 }
 
 
-class GitHubEmulator:
+class GitHubEmulator(ActionsState):
     """One repository's issues, comments and labels behind a real HTTP server.
 
     Use as a context manager; ``url`` is what ``GITHUB_API_URL`` should be.
@@ -279,6 +280,7 @@ class GitHubEmulator:
         self._stopping = threading.Event()
         self._server: Optional[_Server] = None
         self._thread: Optional[threading.Thread] = None
+        self._init_actions()
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -303,9 +305,11 @@ class GitHubEmulator:
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
         self._thread.start()
+        self._start_blobs()
 
     def stop(self) -> None:
         self._stopping.set()  # releases every hanging answer
+        self._stop_blobs()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -491,11 +495,25 @@ class GitHubEmulator:
         repo_path = f"/repos/{self.owner}/{self.repo}"
         if path == f"/repositories/{self.repo_id}/issues":
             path = repo_path + "/issues"
+        elif path.startswith(f"/repositories/{self.repo_id}/actions/"):
+            path = repo_path + path[len(f"/repositories/{self.repo_id}") :]
         if not path.startswith(repo_path + "/"):
             return _error(404, "Not Found")
         # Validate against the schema under the templated path GitHub documents.
         schema_path = path
         rest = path[len(repo_path) :]
+        if method == "GET" and rest.startswith("/actions/"):
+            url = f"{self.url}/repositories/{self.repo_id}{rest}"
+            with self._lock:
+                answer = self._route_actions(rest, raw_query, query, url)
+            if answer is not None:
+                if self.validate and (answer[0] < 400 or answer[0] == 410):
+                    self.schema_errors.extend(
+                        schemas().response_errors(
+                            method, schema_path, answer[0], sampled(answer[2])
+                        )
+                    )
+                return answer
         if write:
             self._enter_write()
         try:

@@ -267,6 +267,7 @@ class Runner:
         self.job = "test"
         self.job_index = 0
         self.run_attempt = "1"
+        self.matrix: dict[str, Any] = {}
         self.extra_env: dict[str, str] = {}
 
     def base_env(self) -> dict[str, str]:
@@ -305,7 +306,7 @@ class Runner:
                 "token": "ghs_simulatedtoken0000000000000000000000",
             },
             "strategy": {"job-index": float(self.job_index), "job-total": 1.0},
-            "matrix": {},
+            "matrix": self.matrix,
             "job": {"status": "success"},
             "runner": {"temp": str(self.temp), "os": "Linux"},
             "env": {},
@@ -514,8 +515,14 @@ def assert_flaky_run(runner: Runner, run: ActionRun, project: Path) -> None:
 
 def test_flaky_suite_is_green_with_warnings(runner: Runner) -> None:
     project = make_project(runner.workspace)
+    runner.matrix = {"python": "3.12", "os": "ubuntu-latest"}
     run = runner.run({"working-directory": "project"})
     assert_flaky_run(runner, run, project)
+    # report.json says which job and matrix entry it is, from the matrix passed through env.
+    report = json.loads((project / "flakewarden-report" / "report.json").read_text("utf-8"))
+    context = report["context"]
+    assert (context["job"], context["run_attempt"], context["event"]) == ("test", 1, "push")
+    assert context["job_name"] == "os=ubuntu-latest, python=3.12"
     assert run.step("upload").with_["name"] == "flakewarden-test-0-attempt-1"
     assert run.step("upload").with_["retention-days"] == ""
     assert not (runner.temp / "flakewarden-venv").exists()  # the preinstalled venv was used
@@ -815,6 +822,7 @@ def test_marketplace_metadata_inputs_and_outputs() -> None:
         "github-token",
         "python",
         "file-issues",
+        "job-name",
     }
     assert set(action["inputs"]) == expected_inputs
     for name, spec in action["inputs"].items():

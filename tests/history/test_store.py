@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import Project, flaky_module
+from history_reports import report_dirs
 
 from flakewarden.errors import HistoryError
 from flakewarden.history import schema
@@ -15,31 +15,7 @@ from flakewarden.history.store import HistoryStore
 from flakewarden.model import Outcome
 from flakewarden.reports.report_json import read_report
 
-
-@pytest.fixture(scope="module")
-def report_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """Two real runs of a project with a stable, a flaky and a broken test."""
-    root = tmp_path_factory.mktemp("history") / "proj"
-    root.mkdir()
-    project = Project(root)
-    project.write("pytest.ini", "[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n")
-    project.write("test_flaky.py", flaky_module("flaky"))
-    project.write(
-        "test_other.py",
-        """
-        def test_stable():
-            pass
-
-        def test_broken():
-            assert False, "broken"
-        """,
-    )
-    dirs = []
-    for n in (1, 2):
-        done = project.run("-q", report_dir=f"report-{n}")
-        assert done.returncode == 1, done.stderr
-        dirs.append(done.report_dir)
-    return dirs
+__all__ = ["report_dirs"]  # the fixture
 
 
 def test_ingest_counts_every_test_and_attempt(report_dirs: list[Path], tmp_path: Path) -> None:

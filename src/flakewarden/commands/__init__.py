@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "quarantined",
     "release",
     "reevaluate",
+    "history",
 )
 
 

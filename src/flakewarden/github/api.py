@@ -169,8 +169,13 @@ class GitHubClient:
         *,
         params: Optional[Mapping[str, Any]] = None,
         json: Optional[Mapping[str, Any]] = None,
+        allow_redirects: bool = True,
     ) -> requests.Response:
-        """Send one request, retrying and waiting as GitHub asks; raise ``GitHubError``."""
+        """Send one request, retrying and waiting as GitHub asks; raise ``GitHubError``.
+
+        With ``allow_redirects=False`` a redirect comes back as it is (a 3xx answer),
+        for the caller to follow without the token (``download``).
+        """
         method = method.upper()
         url = self.url(path_or_url)
         if method in WRITE_METHODS:
@@ -182,7 +187,7 @@ class GitHubClient:
                     return self._send(method, url, params, json)
                 finally:
                     self._last_write = self._clock()
-        return self._send(method, url, params, json)
+        return self._send(method, url, params, json, allow_redirects=allow_redirects)
 
     def _send(
         self,
@@ -190,6 +195,8 @@ class GitHubClient:
         url: str,
         params: Optional[Mapping[str, Any]],
         body: Optional[Mapping[str, Any]],
+        *,
+        allow_redirects: bool = True,
     ) -> requests.Response:
         what = f"{method} {urllib.parse.urlsplit(url).path}"
         failures = 0
@@ -206,6 +213,7 @@ class GitHubClient:
                     json=body,
                     headers={"Authorization": f"Bearer {self._token}"},
                     timeout=timeout,
+                    allow_redirects=allow_redirects,
                 )
             except (
                 requests.ConnectionError,
@@ -307,6 +315,17 @@ class GitHubClient:
                 what, f"a {seconds:.0f} s wait would outlast the {max(0.0, left):.0f} s left"
             )
         self._sleep(seconds)
+
+    def timeout_for(self, what: str) -> tuple[float, float]:
+        """The timeout a request sent now gets (cut to the deadline); raises past it."""
+        return self._timeout(what)
+
+    def pause(self, seconds: float, what: str) -> None:
+        """Wait between retries of a request this client does not send itself."""
+        self._wait(seconds, what)
+
+    def backoff_for(self, failures: int) -> float:
+        return self._backoff(failures)
 
     def _backoff(self, failures: int) -> float:
         base = self.backoff * 2.0 ** (failures - 1)

@@ -359,19 +359,15 @@ class HistoryStore:
     def last_github_run_id(
         self, repository: str, workflow: str, branch: Optional[str] = None
     ) -> Optional[int]:
-        """The newest GitHub run id already ingested or looked at for this workflow (and
-        branch, when given): an incremental ingest asks only for newer runs."""
-        found: list[int] = []
-        for table in ("runs", "github_runs"):
-            query = f"SELECT max(run_id) FROM {table} WHERE repository = ? AND workflow = ?"
-            params: list[Any] = [repository, workflow]
-            if branch is not None:
-                query += " AND branch = ?"
-                params.append(branch)
-            value = self._read(query, params)[0][0]
-            if value is not None:
-                found.append(int(value))
-        return max(found) if found else None
+        """The newest GitHub run id ``ingest --from-github`` looked at with this workflow
+        filter (and branch filter, when given; "" for none): it asks only for newer runs."""
+        query = "SELECT max(run_id) FROM github_runs WHERE repository = ? AND workflow = ?"
+        params: list[Any] = [repository, workflow]
+        if branch is not None:
+            query += " AND branch = ?"
+            params.append(branch)
+        value = self._read(query, params)[0][0]
+        return None if value is None else int(value)
 
     def github_run_seen(self, repository: str, workflow: str, run_id: int, attempt: int) -> bool:
         """True when that run attempt was already looked at (whatever it held)."""

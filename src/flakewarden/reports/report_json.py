@@ -19,7 +19,14 @@ RERUN_REPORT = "rerun-report.txt"
 JUNIT_XML = "junit.xml"
 SUMMARY_MD = "summary.md"
 
-__all__ = ["SENTINEL", "claim_directory", "read_report", "record_written", "write_reports"]
+__all__ = [
+    "SENTINEL",
+    "claim_directory",
+    "parse_report",
+    "read_report",
+    "record_written",
+    "write_reports",
+]
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -85,16 +92,28 @@ def read_report(location: Path) -> RunReport:
     """
     path = location / REPORT_JSON if location.is_dir() else location
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ReportMissing(
             f"{path} not found: run flakewarden run first, or point --report-dir at its report"
         ) from None
     except (OSError, ValueError) as exc:
         raise ReportError(f"cannot read {path}: {exc}") from None
+    return parse_report(text, str(path))
+
+
+def parse_report(text: str, where: str) -> RunReport:
+    """A ``report.json``'s text (read from a file or an artifact zip) as a ``RunReport``.
+
+    ``ReportError`` naming ``where`` when it is not a valid flakewarden report.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ReportError(f"cannot read {where}: {exc}") from None
     if not isinstance(data, dict):
-        raise ReportError(f"{path} is not a flakewarden report (not a JSON object)")
+        raise ReportError(f"{where} is not a flakewarden report (not a JSON object)")
     try:
         return RunReport.from_json(data)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise ReportError(f"{path} is not a valid flakewarden report: {exc}") from None
+        raise ReportError(f"{where} is not a valid flakewarden report: {exc}") from None

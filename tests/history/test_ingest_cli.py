@@ -1,0 +1,49 @@
+"""``flakewarden history ingest REPORT_DIR...`` as a real subprocess on real report dirs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from history_reports import report_dirs
+
+from flakewarden.history.store import HistoryStore
+
+__all__ = ["report_dirs"]  # the fixture
+
+
+def _ingest(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "flakewarden", "history", "ingest", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_ingest_report_dirs_twice_and_a_bad_one(report_dirs: list[Path], tmp_path: Path) -> None:
+    first, second = (str(d) for d in report_dirs)
+    missing = tmp_path / "nothing-here"
+    done = _ingest(first, second, str(missing), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr  # one report dir could not be read
+    assert "2 run(s) ingested from 3 report dir(s), 0 already in, 1 unreadable" in done.stdout
+    assert f"unreadable report, skipped: {missing} not found" in done.stderr
+    assert "flakewarden-history.db: 2 run(s), 3 test(s), 6 entries" in done.stdout
+    again = _ingest(first, second, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "0 run(s) ingested from 2 report dir(s), 2 already in, 0 unreadable" in again.stdout
+    with HistoryStore.open(tmp_path / "flakewarden-history.db") as store:
+        assert store.counts() == (2, 3, 6)
+
+    # A corrupt database: one line, exit 4, the file kept as it was.
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"SQLite format 3\x00" + b"\x07" * 4000)
+    refused = _ingest(first, "--db", str(bad), cwd=tmp_path)
+    assert refused.returncode == 4
+    assert refused.stderr.count("\n") == 1 and "left untouched" in refused.stderr
+    assert bad.read_bytes() == b"SQLite format 3\x00" + b"\x07" * 4000
+
+    usage = _ingest(cwd=tmp_path)
+    assert usage.returncode == 4 and "nothing to ingest" in usage.stderr

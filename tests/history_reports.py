@@ -1,0 +1,62 @@
+"""Real report directories for the history tests, written once by real ``flakewarden run``s."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Project, flaky_module
+
+
+@pytest.fixture(scope="session")
+def report_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two runs of a project with a stable, a flaky and a broken test.
+
+    The flake's counter file is kept, so it fails its first attempt in the first run only.
+    """
+    root = tmp_path_factory.mktemp("history") / "proj"
+    root.mkdir()
+    project = Project(root)
+    project.write("pytest.ini", "[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n")
+    project.write("test_flaky.py", flaky_module("flaky"))
+    project.write(
+        "test_other.py",
+        """
+        def test_stable():
+            pass
+
+        def test_broken():
+            assert False, "broken"
+        """,
+    )
+    dirs = []
+    for n in (1, 2):
+        done = project.run("-q", report_dir=f"report-{n}")
+        assert done.returncode == 1, done.stderr
+        dirs.append(done.report_dir)
+    return dirs
+
+
+def as_github_run(
+    report_dir: Path, target: Path, run_id: int, attempt: int = 1, **context: Any
+) -> Path:
+    """A copy of a real report as the action would have written it in run ``run_id``."""
+    data = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+    data["context"].update(
+        {
+            "repository": "octo-org/octo-repo",
+            "workflow": "CI",
+            "run_id": run_id,
+            "run_attempt": attempt,
+            "job": "tests",
+            "event": "push",
+            "branch": "main",
+            **context,
+        }
+    )
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "report.json").write_text(json.dumps(data), encoding="utf-8")
+    (target / "junit.xml").write_text("<testsuites/>", encoding="utf-8")
+    return target

@@ -17,7 +17,6 @@ from flakewarden.history.scores import Tally, tally
 from flakewarden.history.store import HistoryStore
 from flakewarden.history.tally_query import tally_store
 from flakewarden.model.binomial import clopper_pearson
-from flakewarden.reports.report_json import read_report
 
 STABLE = "tests/test_a.py::test_stable"
 FLAKY = "tests/test_a.py::test_flaky"
@@ -208,11 +207,13 @@ def test_real_runs_on_main_and_a_pull_request(
     pull = {**actions, "GITHUB_EVENT_NAME": "pull_request", "GITHUB_REF": "refs/pull/9/merge"}
     pull.update(GITHUB_HEAD_REF="fix-cache", GITHUB_BASE_REF="main", GITHUB_REF_NAME="9/merge")
     db = tmp_path / "history.db"
-    with HistoryStore.open(db) as store:
-        for n, env in enumerate([push, push, pull], start=1):
-            done = project.run("-q", env={**env, "GITHUB_RUN_ID": str(n)}, report_dir=f"r{n}")
-            assert done.returncode == 1, done.stderr
-            assert store.ingest(read_report(done.report_dir), str(done.report_dir))
+    dirs = []
+    for n, env in enumerate([push, push, pull], start=1):
+        done = project.run("-q", env={**env, "GITHUB_RUN_ID": str(n)}, report_dir=f"r{n}")
+        assert done.returncode == 1, done.stderr
+        dirs.append(str(done.report_dir))
+    assert main(["history", "ingest", "--db", str(db), *dirs]) == 0
+    capsys.readouterr()
     config = tmp_path / "flakewarden.yml"
     config.write_text("quarantine_policy:\n  min_runs: 2\n", encoding="utf-8")
     data = show_json(capsys, db, "--config", str(config))

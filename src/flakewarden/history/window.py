@@ -108,11 +108,10 @@ def select(
     share = options.fell_over_share
     scored = [r for r in current if not fell_over(r, share)]
     excluded = [r for r in current if fell_over(r, share)]
-    pulls = store.runs(
-        events=list(PULL_REQUEST_EVENTS), since=_since(now, options.days), limit=options.runs
-    )
+    pulls = store.runs(events=list(PULL_REQUEST_EVENTS), since=_since(now, options.days))
     # A pull request's runs count when it targets the branch (or its base is unknown).
-    pulls = [r for r in pulls if r.context.base_branch in ("", branch) and not fell_over(r, share)]
+    pulls = [r for r in pulls if r.context.base_branch in ("", branch)][: options.runs]
+    pulls = [r for r in pulls if not fell_over(r, share)]
     info = WindowInfo(
         branch=branch,
         branch_source=branch_source,

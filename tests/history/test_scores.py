@@ -115,6 +115,8 @@ def test_window_options_narrow_the_runs(team_db: Path, capsys: pytest.CaptureFix
     assert data["window"]["branch_source"] == "fallback"
     [flaky] = data["tests"]
     assert (flaky["runs"], flaky["first_attempt_failures"]) == (9, 2)  # runs 25 and 30
+    # The newest pull-request run is into another branch: the two before it are main's.
+    assert show_json(capsys, team_db, "--window-runs", "2")["window"]["pull_request_runs"] == 2
     # A branch with no runs of its own, only a pull request into it: every test is new.
     data = show_json(capsys, team_db, "--branch", "v1.x")
     assert (data["window"]["runs"], data["window"]["pull_request_runs"]) == (0, 1)

@@ -16,7 +16,7 @@ from history_builders import ingest, report
 
 from flakewarden.cli import main
 from flakewarden.github.flake_issues import LABEL, iso, title_for
-from flakewarden.github.marker import format_marker, read_marker
+from flakewarden.github.marker import format_marker, id_fields, read_marker
 from flakewarden.github.quarantine_set import QUARANTINED
 
 TEST = "tests/test_cache.py::test_fill"
@@ -191,3 +191,40 @@ def test_quarantine_entered_and_released_by_rate_with_hysteresis(
     # A person releases it: the label goes.
     assert main(["release", TEST, "--reason", "fixed the cache"]) == 0
     assert QUARANTINED not in _labels(emulator, number)
+
+
+def test_a_long_id_is_found_in_the_history_by_its_digest(
+    emulator: GitHubEmulator,
+    cwd: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _env(monkeypatch, emulator)
+    long_id = f"tests/test_q.py::test_long[{'x' * 1_200}]"
+    fields = id_fields(long_id)
+    assert fields["id"] != long_id  # the marker holds a clipped id and the digest
+    marker = {"hits": 4, "quarantined_at": iso(NOW), **fields}
+    issue = emulator.add_issue(
+        title_for(long_id), format_marker(marker) + "\n", (LABEL, QUARANTINED)
+    )
+    runs = [report(n, {**FILLER, long_id: "fp" if n == 7 else "p"}) for n in range(1, 51)]
+    db = ingest(cwd / "h.db", runs, cwd / "runs")
+    code, out = _cli(capsys, "reevaluate", "--history", str(db))
+    assert code == 0
+    assert "1 failures in 50 runs in the history window: release proposed" in out
+    assert _comments(emulator, int(issue["number"]))[0].startswith("**Release proposed:**")
+
+
+def test_a_missing_history_fails_before_any_request(
+    emulator: GitHubEmulator,
+    cwd: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _env(monkeypatch, emulator)
+    _seed(emulator)
+    before = len(emulator.log)
+    for command in (["quarantine", TEST], ["reevaluate"], ["digest"]):
+        assert main([*command, "--history", "nowhere.db", "--config", "flakewarden.yml"]) == 4
+        assert "no flake history at nowhere.db" in capsys.readouterr().err
+    assert len(emulator.log) == before and not (cwd / "nowhere.db").exists()

@@ -270,3 +270,21 @@ def test_the_lean_tally_agrees_with_the_tally_of_entries(team_db: Path) -> None:
 
 def counts(t: Tally) -> dict[str, Any]:
     return {k: sorted(t.hard_at) if k == "hard_at" else getattr(t, k) for k in Tally.__slots__}
+
+
+def test_runs_without_a_branch_are_scored_on_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = [
+        report(n, {**FILLER, FLAKY: "fp" if n == 3 else "p"}, branch="", event="")
+        for n in (1, 2, 3)
+    ]
+    db = ingest(tmp_path / "h.db", runs, tmp_path)
+    code, out = show(capsys, "--db", str(db))
+    assert code == 0
+    assert "0 runs scored" in out
+    assert "no run of main in the window; runs made outside GitHub Actions record no branch" in out
+    data = show_json(capsys, db, "--branch", "", "--test", FLAKY)
+    assert data["window"]["runs"] == 3
+    assert "on no branch (runs made outside GitHub Actions)" in data["window"]["description"]
+    assert data["tests"][0]["flaky_runs"] == 1

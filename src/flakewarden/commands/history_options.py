@@ -37,7 +37,8 @@ def add_window_options(parser: argparse.ArgumentParser) -> None:
         "--branch",
         default=None,
         help="the default branch whose runs are scored (default: history.default_branch, "
-        "else the repository's default from the event, else main)",
+        "else the repository's default from the event, else main); '' for the runs made "
+        "outside GitHub Actions, which record no branch",
     )
 
 

@@ -116,6 +116,11 @@ def run(args: argparse.Namespace) -> int:
         if listed:
             out.append(HEADER)
             out += [line_of(s) for s in listed]
+        if info.runs == 0 and info.branch:
+            out.append(
+                f"flakewarden: no run of {one_line(info.branch)} in the window; runs made "
+                "outside GitHub Actions record no branch: --branch '' scores them"
+            )
         hidden = len(chosen) - len(listed)
         counts = {state: sum(1 for s in chosen if s.state == state) for state in STATES}
         summary = ", ".join(f"{counts[state]} {state}" for state in STATES)

@@ -26,7 +26,7 @@ from flakewarden.github.digest_history import HistoryDigest
 from flakewarden.github.digest_history import render as history_render
 from flakewarden.github.flake_issues import LABEL as FLAKY_LABEL
 from flakewarden.github.flake_issues import TITLE_PREFIX, ensure_label, iso
-from flakewarden.github.marker import hits_of, scan
+from flakewarden.github.marker import hits_of, key_of, scan
 
 LABEL = "flake-digest"
 LABEL_COLOR = "5319e7"
@@ -235,7 +235,8 @@ def fit(
     With ``history`` the ranking is the history's (the issues only give their numbers).
     Raises ``GitHubError`` when the notes alone leave no room: they are never cut.
     """
-    by_id = {e.test_id: e for e in reversed(entries)}  # the lowest number wins
+    # By the key a marker names its test with (a long id by its digest); lowest number wins.
+    by_id = {key_of(e.marker): e for e in reversed(entries)}
     rows = min(TABLE_ROWS, len(entries) if history is None else len(history.scores))
     while True:
         if history is None:

@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from flakewarden.github import markdown as md
 from flakewarden.github.flake_issues import iso
+from flakewarden.model import id_key
 from flakewarden.model.scores import TestScore
 
 NEW_DAYS = 7
@@ -75,7 +76,8 @@ def _rate(score: TestScore) -> str:
 
 
 def _issue(test_id: str, issues: Mapping[str, Any]) -> str:
-    entry = issues.get(test_id)
+    """``#N`` of the test's open flake issue (``issues`` by ``id_key``), or ""."""
+    entry = issues.get(id_key(test_id))
     return f"#{entry.number}" if entry is not None else ""
 
 

@@ -26,7 +26,7 @@ from flakewarden.errors import FlakewardenError
 from flakewarden.github import gha
 from flakewarden.github import markdown as md
 from flakewarden.github.flake_issues import FlakeIssue, FlakeTracker, RunContext, iso
-from flakewarden.github.marker import read_marker
+from flakewarden.github.marker import key_of, read_marker
 from flakewarden.github.quarantine_policy import (
     Evidence,
     parse_time,
@@ -35,7 +35,7 @@ from flakewarden.github.quarantine_policy import (
     unmet_conditions,
 )
 from flakewarden.github.quarantine_set import QUARANTINED, quarantined_issues
-from flakewarden.model import ExitCode
+from flakewarden.model import ExitCode, id_key
 from flakewarden.model.scores import TestScore
 
 QUARANTINED_COLOR = "fbca04"
@@ -300,12 +300,14 @@ def reevaluate(
     previous window is flagged once; without it, the marker's own counters decide.
     """
     results = []
+    # A long id is known to its marker by its digest: look scores up by that key.
+    by_key = {id_key(t): s for t, s in history.items()} if history is not None else {}
     for listed, data in quarantined_issues(tracker):
         marker = dict(listed.marker)
         actions: list[str] = []
         comments: list[str] = []
         labels = label_names(data)
-        score = history.get(str(listed.marker["id"])) if history is not None else None
+        score = by_key.get(key_of(listed.marker))
         if history is not None:
             runs = score.runs if score is not None else 0
             failures = score.first_attempt_failures if score is not None else 0

@@ -36,8 +36,11 @@ class WindowOptions:
 def resolve_branch(
     option: Optional[str], configured: Optional[str], repository_default: Optional[str]
 ) -> tuple[str, str]:
-    """The default branch and where it came from (a key of ``BRANCH_SOURCES``)."""
-    if option:
+    """The default branch and where it came from (a key of ``BRANCH_SOURCES``).
+
+    An empty ``--branch ''`` is kept: it selects the runs with no branch recorded (made
+    outside GitHub Actions)."""
+    if option is not None:
         return option, "option"
     if configured:
         return configured, "config"

@@ -82,7 +82,8 @@ class WindowInfo:
             limits.append(f"last {self.limit_days:g} days")
         span = " within the ".join(limits) or "every run"
         source = BRANCH_SOURCES.get(self.branch_source, self.branch_source)
-        text = f"{span} on {self.branch} ({source}): {self.runs} runs scored"
+        branch = self.branch or "no branch (runs made outside GitHub Actions)"
+        text = f"{span} on {branch} ({source}): {self.runs} runs scored"
         if self.excluded:
             text += f", {self.excluded} excluded (the suite fell over)"
         return text + f"; {self.pull_request_runs} pull-request runs scored apart"

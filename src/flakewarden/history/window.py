@@ -98,7 +98,7 @@ def select(
         if not is_pull_request(r)
     ]
     if options.days is not None:
-        boundary = _iso(_since(now, options.days))
+        boundary = _iso(now - dt.timedelta(days=options.days))
         current = [r for r in pushed if _started(r) >= boundary]
         current = current[: options.runs] if options.runs is not None else current
         older = [r for r in pushed if _started(r) < boundary]
@@ -131,8 +131,7 @@ def select(
     )
 
 
-def _iso(moment: Optional[dt.datetime]) -> str:
-    assert moment is not None
+def _iso(moment: dt.datetime) -> str:
     return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from flakewarden.history import schema
 from flakewarden.history.scores import Tally
@@ -39,8 +39,17 @@ def _run_ids(store: HistoryStore, runs: Sequence[HistoryRun]) -> list[int]:
     return [ids.get(key, -1) for key in keys]
 
 
-def tally_store(store: HistoryStore, runs: Sequence[HistoryRun]) -> dict[str, Tally]:
+def test_names(store: HistoryStore) -> dict[str, str]:
+    """Every test's id by its number (as ``group_concat`` writes it): read once per window."""
+    return {str(n): name for n, name in store.read("SELECT id, test_id FROM tests")}
+
+
+def tally_store(
+    store: HistoryStore, runs: Sequence[HistoryRun], names: Optional[dict[str, str]] = None
+) -> dict[str, Tally]:
     """What ``scores.tally(runs, store.entries(...))`` returns, read lean."""
+    if not runs:
+        return {}
     ids = _run_ids(store, runs)
     passed: list[list[str]] = []
     for run in ids:
@@ -56,7 +65,7 @@ def tally_store(store: HistoryStore, runs: Sequence[HistoryRun]) -> dict[str, Ta
         oldest.update(dict.fromkeys(tests, pos))
     for pos in range(len(passed) - 1, -1, -1):
         newest.update(dict.fromkeys(passed[pos], pos))
-    names = {str(n): name for n, name in store.read("SELECT id, test_id FROM tests")}
+    names = names if names is not None else test_names(store)
     found: dict[str, Tally] = {}
     for number, n in counts.items():
         t = found[names[number]] = Tally(newest[number])

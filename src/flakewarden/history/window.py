@@ -147,16 +147,17 @@ def score_window(
 ) -> tuple[Selection, dict[str, TestScore]]:
     """Select the window's runs from ``store`` and score every test seen in them."""
     from flakewarden.history.scores import score_tallies
-    from flakewarden.history.tally_query import tally_store
+    from flakewarden.history.tally_query import tally_store, test_names
 
     chosen = select(store, options, branch, branch_source, now, with_previous)
+    names = test_names(store)
     scores = score_tallies(
         chosen.runs,
-        tally_store(store, chosen.runs),
+        tally_store(store, chosen.runs, names),
         min_runs=min_runs,
         window=chosen.info.describe(),
         pull_runs=chosen.pull_requests,
-        pulls=tally_store(store, chosen.pull_requests),
-        previous=tally_store(store, chosen.previous) if with_previous else None,
+        pulls=tally_store(store, chosen.pull_requests, names),
+        previous=tally_store(store, chosen.previous, names) if with_previous else None,
     )
     return chosen, scores

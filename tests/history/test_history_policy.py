@@ -106,6 +106,21 @@ def test_quarantine_refuses_below_the_sample_and_the_entry_rate(
         c.startswith("**Quarantine refused.** Unmet conditions (evidence from the flake history)")
         for c in _comments(emulator, number)
     )
+    # Failing every attempt lately is a break, whatever the rate.
+    broken = ingest(
+        cwd / "broken.db",
+        _runs(1, 25, set()) + [report(n, {**FILLER, TEST: "fff"}) for n in (26, 27, 28)],
+        cwd / "broken",
+    )
+    code, out = _cli(capsys, "quarantine", TEST, "--history", str(broken))
+    assert code == 1
+    unmet = [line for line in out.splitlines() if line.startswith("  - ")]
+    assert unmet == [
+        "  - it failed every attempt in its most recent runs of the history window (state "
+        "broken): a real break is fixed, never quarantined",
+        "  - its failure rate is 10.7% (3 first-attempt failures in 28 runs; 95% interval "
+        "2.3% to 28.2%), below the entry rate of 15% (quarantine_policy.enter_failure_rate)",
+    ]
     # Without --history the marker's counters decide, and the output says so.
     code, out = _cli(capsys, "quarantine", TEST)
     assert code == 0

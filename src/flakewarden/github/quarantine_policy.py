@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from flakewarden.config import NEVER_QUARANTINE, QuarantinePolicy
 from flakewarden.github.known_races import race_entry, race_entry_for
-from flakewarden.model.scores import TestScore
+from flakewarden.model.scores import BROKEN, TestScore
 
 # The marker keeps the last outcomes of a quarantined test ("p" passed, "f" failed), newest last.
 RECENT_WINDOW = 200
@@ -56,6 +56,11 @@ def history_conditions(history: Evidence, policy: QuarantinePolicy) -> list[str]
         unmet.append(
             f"it has {score.runs} runs in the history window; the policy needs at least "
             f"{policy.min_runs} (quarantine_policy.min_runs)"
+        )
+    if score.state == BROKEN:
+        unmet.append(
+            "it failed every attempt in its most recent runs of the history window (state "
+            "broken): a real break is fixed, never quarantined"
         )
     if score.rate < policy.enter_failure_rate:
         unmet.append(

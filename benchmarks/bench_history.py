@@ -120,21 +120,21 @@ def bench_store(args: argparse.Namespace, where: Path) -> None:
     reports = build_reports(args.tests, args.runs)
     built = time.perf_counter() - t0
     db = where / "history.db"
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with HistoryStore.open(db) as store:
         if args.journal != "wal":
             store._db.execute(f"PRAGMA journal_mode = {args.journal}")
         for report in reports:
             store.ingest(report, "bench")
         counts = store.counts()
-    ingest = time.perf_counter() - t0
+    ingest, cpu = time.perf_counter() - t0, time.process_time() - c0
     size = db.stat().st_size
     leftovers = [p.name for p in where.iterdir() if p.name != "history.db"]
     print(f"reports built in memory (not timed in ingest): {built:.1f} s")
     print(
         f"ingest: {args.runs:,} runs x {args.tests:,} tests = {counts[2]:,} entries in "
         f"{ingest:.1f} s ({counts[2] / ingest:,.0f} entries/s, "
-        f"{ingest / args.runs * 1000:.1f} ms/run), journal {args.journal}"
+        f"{ingest / args.runs * 1000:.1f} ms/run; {cpu:.1f} s of CPU), journal {args.journal}"
     )
     print(
         f"database: {size / 1e6:.1f} MB ({size / max(1, counts[2]):.1f} bytes/entry); "
@@ -143,17 +143,17 @@ def bench_store(args: argparse.Namespace, where: Path) -> None:
     del reports
     with HistoryStore.open(db) as store:
         for label, limit in ((f"last {args.window} runs", args.window), ("every run", None)):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             runs = store.runs(branch="main", pull_requests=False, limit=limit)
             entries = 0
             failures = 0
             for entry in store.entries([r.run_key for r in runs]):
                 entries += 1
                 failures += entry.first_attempt_failed
-            took = time.perf_counter() - t0
+            took, cpu = time.perf_counter() - t0, time.process_time() - c0
             print(
                 f"read {label}: {len(runs):,} runs, {entries:,} entries "
-                f"({failures:,} first-attempt failures) in {took:.2f} s"
+                f"({failures:,} first-attempt failures) in {took:.2f} s ({cpu:.2f} s of CPU)"
             )
     time_history_show(db, args.window)
 
@@ -251,7 +251,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     print(
         f"python {platform.python_version()} on {sys.platform}, {os.cpu_count()} CPUs, "
-        f"sqlite {sqlite3.sqlite_version}"
+        f"sqlite {sqlite3.sqlite_version}, load average {os.getloadavg()[0]:.1f}"
     )
     with tempfile.TemporaryDirectory(prefix="bench-history-") as temp:
         where = Path(temp)

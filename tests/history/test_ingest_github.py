@@ -161,3 +161,35 @@ def test_the_storage_host_catches_a_leaked_token() -> None:
         with pytest.raises(urllib.error.HTTPError):
             urllib.request.urlopen(tampered, timeout=5)
     assert json.dumps(emu.schema_errors) == "[]"
+
+
+def test_an_ingest_cut_short_resumes_from_the_run_it_stopped_at(
+    report_dirs: list[Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with GitHubEmulator() as emu:
+        emulator_env(monkeypatch, emu)
+        ids = []
+        for n in range(3):
+            run = emu.add_workflow_run(created_at=1_700_000_000 + n)
+            report = as_github_run(report_dirs[n % 2], tmp_path / f"r{n}", run["id"])
+            artifact = emu.add_artifact(run["id"], "flakewarden-t", zip_directory(report))
+            ids.append((run["id"], artifact["id"]))
+        # GitHub fails the second run's download through every retry (1 try + 4 retries).
+        emu.faults.append(Fault(status=502, path=rf"/artifacts/{ids[1][1]}/zip$", times=5))
+        db = tmp_path / "history.db"
+        assert main(["history", "ingest", "--from-github", "--db", str(db)]) == 0
+        out, err = capsys.readouterr()
+        assert f"stopped early: run {ids[1][0]}:" in err and "502" in err
+        assert "1 new run(s) looked at" in out
+        with HistoryStore.open(db) as store:
+            assert [r.context.run_id for r in store.runs()] == [ids[0][0]]
+            assert store.last_github_run_id(emu.full_name, "", "") == ids[0][0]
+        assert main(["history", "ingest", "--from-github", "--db", str(db)]) == 0
+        out, _ = capsys.readouterr()
+        assert "2 new run(s) looked at, 2 report artifact(s), 2 run(s) ingested" in out
+        with HistoryStore.open(db) as store:
+            assert sorted(r.context.run_id for r in store.runs()) == [i for i, _ in ids]
+        assert emu.leaked_authorization == [] and emu.schema_errors == []

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from flakewarden.model import HistoryRun, RunContext
+from flakewarden.history import schema
+from flakewarden.model import HistoryRun, Outcome, RunContext, TestResult
 
 RUN_COLUMNS = (
     "run_key, repository, workflow, run_id, run_attempt, job, job_name, event, branch,"
@@ -57,3 +60,49 @@ def marks(values: Sequence[Any]) -> str:
 def chunks(values: Sequence[Any]) -> Iterator[list[Any]]:
     for start in range(0, len(values), CHUNK):
         yield list(values[start : start + CHUNK])
+
+
+@dataclasses.dataclass
+class EncodedTests:
+    """A run's tests as the entries table stores them, with the run's counts."""
+
+    outcomes: list[int]
+    words: list[str]
+    durations_ms: list[int]
+    first_attempt_failures: int
+    hard_failures: int
+    flaky: int
+
+
+def encode_tests(tests: Sequence[TestResult]) -> EncodedTests:
+    """Outcome codes, attempt words and durations, in one pass (ingest's hot loop: most
+    tests ran once, and take the short path)."""
+    letters = schema.ATTEMPT_LETTERS
+    codes = schema.OUTCOME_CODES
+    words: list[str] = []
+    durations: list[int] = []
+    for test in tests:
+        attempts = test.attempts
+        if len(attempts) == 1:
+            only = attempts[0]
+            words.append(letters[only.outcome])
+            durations.append(int(only.duration * 1000 + 0.5))
+        else:
+            words.append("".join([letters[a.outcome] for a in attempts]))
+            durations.append(int(sum(a.duration for a in attempts) * 1000 + 0.5))
+    failing = schema.FAILURE_LETTERS
+    first = hard = 0
+    for word, count in Counter(words).items():
+        if word[:1] in failing:
+            first += count
+            if all(letter in failing for letter in word):
+                hard += count
+    outcomes = [codes[test.outcome] for test in tests]
+    return EncodedTests(
+        outcomes=outcomes,
+        words=words,
+        durations_ms=durations,
+        first_attempt_failures=first,
+        hard_failures=hard,
+        flaky=outcomes.count(codes[Outcome.FLAKY]),
+    )

@@ -16,14 +16,12 @@ from typing import Any, Optional, Union
 
 from flakewarden.errors import HistoryError
 from flakewarden.history import schema
-from flakewarden.history.rows import RUN_COLUMNS, chunks, history_run, marks
+from flakewarden.history.rows import RUN_COLUMNS, chunks, encode_tests, history_run, marks
 from flakewarden.model import (
     HistoryEntry,
     HistoryRun,
-    Outcome,
     RunContext,
     RunReport,
-    TestResult,
     run_key,
 )
 
@@ -50,8 +48,15 @@ def report_context(report: RunReport) -> RunContext:
     return RunContext(started_at=report.started_at, flakewarden_version=report.version)
 
 
-def _attempt_letters(test: TestResult) -> str:
-    return "".join(schema.ATTEMPT_LETTERS[a.outcome] for a in test.attempts)
+class _Decoded(dict[str, tuple[bool, int, int]]):
+    """What an attempts word says (first attempt failed, attempts, failures), worked out once
+    per distinct word: a window holds millions of entries and a handful of words."""
+
+    def __missing__(self, word: str) -> tuple[bool, int, int]:
+        failing = schema.FAILURE_LETTERS
+        value = (word[:1] in failing, len(word), sum(1 for letter in word if letter in failing))
+        self[word] = value
+        return value
 
 
 class HistoryStore:
@@ -183,14 +188,9 @@ class HistoryStore:
         db = self._db
         context = report_context(report)
         key = run_key(context, report.command, report.rootdir)
-        letters = [_attempt_letters(test) for test in report.tests]
-        first_failed = sum(1 for word in letters if word[:1] in schema.FAILURE_LETTERS)
-        hard = sum(
-            1
-            for word in letters
-            if word and all(letter in schema.FAILURE_LETTERS for letter in word)
-        )
-        flaky = sum(1 for test in report.tests if test.outcome == Outcome.FLAKY)
+        if db.execute("SELECT 1 FROM runs WHERE run_key = ?", (key,)).fetchone():
+            return False  # the common case of a re-ingest costs one lookup
+        encoded = encode_tests(report.tests)
         db.execute("BEGIN IMMEDIATE")
         try:
             cursor = db.execute(
@@ -213,29 +213,27 @@ class HistoryStore:
                     context.python,
                     context.flakewarden_version or report.version,
                     len(report.tests),
-                    first_failed,
-                    hard,
-                    flaky,
+                    encoded.first_attempt_failures,
+                    encoded.hard_failures,
+                    encoded.flaky,
                     int(report.cutoff),
                     int(report.interrupted),
                     source,
                     _now(),
                 ),
             )
-            if cursor.rowcount == 0:
+            if cursor.rowcount == 0:  # another process added it since the lookup
                 db.execute("ROLLBACK")
                 return False
             run = cursor.lastrowid
-            ids = self._ids_for(test.id for test in report.tests)
+            ids = self._ids_for([test.id for test in report.tests])
             rows = sorted(
-                (
-                    run,
-                    ids[test.id],
-                    schema.OUTCOME_CODES[test.outcome],
-                    word,
-                    round(test.duration * 1000),
-                )
-                for test, word in zip(report.tests, letters)
+                [
+                    (run, ids[test.id], outcome, word, duration)
+                    for test, outcome, word, duration in zip(
+                        report.tests, encoded.outcomes, encoded.words, encoded.durations_ms
+                    )
+                ]
             )
             db.executemany("INSERT OR IGNORE INTO entries VALUES (?, ?, ?, ?, ?)", rows)
             db.execute("COMMIT")
@@ -245,14 +243,16 @@ class HistoryStore:
             raise
         return True
 
-    def _ids_for(self, test_ids: Iterable[str]) -> dict[str, int]:
+    def _ids_for(self, test_ids: list[str]) -> dict[str, int]:
         """Every test's integer id, adding the tests never seen before (inside the caller's
         transaction)."""
         known = self._known_ids()
-        new = [(name,) for name in dict.fromkeys(test_ids) if name not in known]
+        new = list(dict.fromkeys(name for name in test_ids if name not in known))
         if new:
-            self._db.executemany("INSERT OR IGNORE INTO tests (test_id) VALUES (?)", new)
-            for chunk in chunks([name for (name,) in new]):
+            self._db.executemany(
+                "INSERT OR IGNORE INTO tests (test_id) VALUES (?)", [(n,) for n in new]
+            )
+            for chunk in chunks(new):
                 query = f"SELECT test_id, id FROM tests WHERE test_id IN ({marks(chunk)})"
                 for name, number in self._db.execute(query, chunk):
                     known[name] = number
@@ -336,7 +336,7 @@ class HistoryStore:
             numbers.update(self._read(query, chunk))
         names = self._names()
         outcomes = schema.OUTCOMES_BY_CODE
-        failing = schema.FAILURE_LETTERS
+        decoded = _Decoded()
         for key in keys:
             if key not in numbers:
                 continue
@@ -345,15 +345,16 @@ class HistoryStore:
                 [numbers[key]],
             )
             for test, outcome, word, duration in rows:
+                first_failed, attempts, failures = decoded[word]
                 yield HistoryEntry(
-                    test_id=names[test],
-                    run_key=key,
-                    outcome=outcomes[outcome],
-                    first_attempt_failed=word[:1] in failing,
-                    attempts=len(word),
-                    failures=sum(1 for letter in word if letter in failing),
-                    duration=duration / 1000,
-                    attempt_outcomes=word,
+                    names[test],
+                    key,
+                    outcomes[outcome],
+                    first_failed,
+                    attempts,
+                    failures,
+                    duration / 1000,
+                    word,
                 )
 
     def last_github_run_id(

@@ -284,3 +284,21 @@ def test_runs_without_a_branch_are_scored_on_request(
     assert data["window"]["runs"] == 3
     assert "on no branch (runs made outside GitHub Actions)" in data["window"]["description"]
     assert data["tests"][0]["flaky_runs"] == 1
+
+
+def test_the_repository_default_branch_comes_from_the_event(
+    team_db: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"repository": {"default_branch": "v1.x"}}), encoding="utf-8")
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    window = show_json(capsys, team_db)["window"]
+    assert (window["branch"], window["branch_source"]) == ("v1.x", "repository")
+    assert window["pull_request_runs"] == 1  # the one pull request into v1.x
+    # --branch still wins, and an unreadable payload falls back to main.
+    assert show_json(capsys, team_db, "--branch", "main")["window"]["branch_source"] == "option"
+    event.write_text("{not json", encoding="utf-8")
+    assert show_json(capsys, team_db)["window"]["branch"] == "main"

@@ -47,3 +47,17 @@ def test_ingest_report_dirs_twice_and_a_bad_one(report_dirs: list[Path], tmp_pat
 
     usage = _ingest(cwd=tmp_path)
     assert usage.returncode == 4 and "nothing to ingest" in usage.stderr
+
+
+def test_the_history_benchmark_runs_at_a_tiny_size() -> None:
+    """Its figures are measured, never asserted: here only that it runs end to end."""
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_history.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--tests", "50", "--runs", "5", "--github-runs", "3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "5 runs x 50 tests = 250 entries" in done.stdout
+    assert "github second ingest: 0 runs" in done.stdout

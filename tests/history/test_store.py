@@ -105,6 +105,12 @@ def test_a_corrupt_database_is_refused_untouched(report_dirs: list[Path], tmp_pa
     assert path.read_bytes() == bytes(data)
 
 
+def test_a_reader_never_creates_a_database(tmp_path: Path) -> None:
+    with pytest.raises(HistoryError, match=r"no history at .*history ingest first"):
+        HistoryStore.open(tmp_path / "absent.db", create=False)
+    assert not (tmp_path / "absent.db").exists()
+
+
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "history.db"
     HistoryStore.open(path).close()

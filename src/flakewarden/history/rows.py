@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Optional, Union
 
 from flakewarden.history import schema
-from flakewarden.model import HistoryRun, Outcome, RunContext, TestResult
+from flakewarden.model import HistoryRun, Outcome, RunContext, RunReport, TestResult
 
 RUN_COLUMNS = (
     "run_key, repository, workflow, run_id, run_attempt, job, job_name, event, branch,"
@@ -106,3 +107,29 @@ def encode_tests(tests: Sequence[TestResult]) -> EncodedTests:
         hard_failures=hard,
         flaky=outcomes.count(codes[Outcome.FLAKY]),
     )
+
+
+def since_text(value: Union[str, datetime.datetime, None]) -> Optional[str]:
+    if value is None or isinstance(value, str):
+        return value
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.timezone.utc)
+    return value.astimezone(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def report_context(report: RunReport) -> RunContext:
+    """The report's recorded context; for a report written before contexts, what it knows."""
+    if report.context is not None:
+        return report.context
+    return RunContext(started_at=report.started_at, flakewarden_version=report.version)
+
+
+class Decoded(dict[str, tuple[bool, int, int]]):
+    """What an attempts word says (first attempt failed, attempts, failures), worked out once
+    per distinct word: a window holds millions of entries and a handful of words."""
+
+    def __missing__(self, word: str) -> tuple[bool, int, int]:
+        failing = schema.FAILURE_LETTERS
+        value = (word[:1] in failing, len(word), sum(1 for letter in word if letter in failing))
+        self[word] = value
+        return value

@@ -16,11 +16,19 @@ from typing import Any, Optional, Union
 
 from flakewarden.errors import HistoryError
 from flakewarden.history import schema
-from flakewarden.history.rows import RUN_COLUMNS, chunks, encode_tests, history_run, marks
+from flakewarden.history.rows import (
+    RUN_COLUMNS,
+    Decoded,
+    chunks,
+    encode_tests,
+    history_run,
+    marks,
+    report_context,
+    since_text,
+)
 from flakewarden.model import (
     HistoryEntry,
     HistoryRun,
-    RunContext,
     RunReport,
     run_key,
 )
@@ -31,32 +39,6 @@ _PULL_REQUEST = "(pr_number IS NOT NULL OR event IN ('pull_request', 'pull_reque
 
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-def _since(value: Union[str, datetime.datetime, None]) -> Optional[str]:
-    if value is None or isinstance(value, str):
-        return value
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.timezone.utc)
-    return value.astimezone(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-def report_context(report: RunReport) -> RunContext:
-    """The report's recorded context; for a report written before contexts, what it knows."""
-    if report.context is not None:
-        return report.context
-    return RunContext(started_at=report.started_at, flakewarden_version=report.version)
-
-
-class _Decoded(dict[str, tuple[bool, int, int]]):
-    """What an attempts word says (first attempt failed, attempts, failures), worked out once
-    per distinct word: a window holds millions of entries and a handful of words."""
-
-    def __missing__(self, word: str) -> tuple[bool, int, int]:
-        failing = schema.FAILURE_LETTERS
-        value = (word[:1] in failing, len(word), sum(1 for letter in word if letter in failing))
-        self[word] = value
-        return value
 
 
 class HistoryStore:
@@ -71,17 +53,22 @@ class HistoryStore:
     # -- opening -------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: Union[str, Path]) -> HistoryStore:
+    def open(cls, path: Union[str, Path], *, create: bool = True) -> HistoryStore:
         """Open ``path``, creating the database when the file is absent or empty.
 
         ``HistoryError`` (exit code 4) when it is not a SQLite file, is another
-        application's database, is corrupt, or has a schema newer than this version.
+        application's database, is corrupt, or has a schema newer than this version;
+        and, with ``create=False`` (a reader), when there is no file.
         """
         path = Path(path)
         try:
             with path.open("rb") as stream:
                 header = stream.read(len(_SQLITE_HEADER))
         except FileNotFoundError:
+            if not create:
+                raise HistoryError(
+                    f"no history at {path}: run flakewarden history ingest first, or pass its --db"
+                ) from None
             header = b""
         except OSError as exc:
             raise HistoryError(f"cannot read the history database {path}: {exc.strerror}") from None
@@ -314,10 +301,10 @@ class HistoryStore:
                 return []
             where.append(f"event IN ({marks(events)})")
             params.extend(events)
-        since_text = _since(since)
-        if since_text is not None:
+        start = since_text(since)
+        if start is not None:
             where.append("started_at >= ?")
-            params.append(since_text)
+            params.append(start)
         query = f"SELECT {RUN_COLUMNS} FROM runs"
         if where:
             query += " WHERE " + " AND ".join(where)
@@ -336,7 +323,7 @@ class HistoryStore:
             numbers.update(self._read(query, chunk))
         names = self._names()
         outcomes = schema.OUTCOMES_BY_CODE
-        decoded = _Decoded()
+        decoded = Decoded()
         for key in keys:
             if key not in numbers:
                 continue

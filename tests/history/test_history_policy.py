@@ -241,5 +241,5 @@ def test_a_missing_history_fails_before_any_request(
     before = len(emulator.log)
     for command in (["quarantine", TEST], ["reevaluate"], ["digest"]):
         assert main([*command, "--history", "nowhere.db", "--config", "flakewarden.yml"]) == 4
-        assert "no flake history at nowhere.db" in capsys.readouterr().err
+        assert "no history at nowhere.db" in capsys.readouterr().err
     assert len(emulator.log) == before and not (cwd / "nowhere.db").exists()

@@ -174,7 +174,7 @@ def test_a_missing_history_is_a_usage_error_and_creates_nothing(
 ) -> None:
     code = main(["history", "show", "--db", str(tmp_path / "none.db")])
     assert code == 4
-    assert "no flake history at" in capsys.readouterr().err
+    assert "no history at" in capsys.readouterr().err
     assert not (tmp_path / "none.db").exists()
 
 

@@ -14,7 +14,6 @@ from typing import Any, Optional
 
 from flakewarden.commands.argtypes import number, whole_number
 from flakewarden.config import Config
-from flakewarden.errors import UsageError
 
 
 def add_window_options(parser: argparse.ArgumentParser) -> None:
@@ -85,15 +84,10 @@ def window_of(args: argparse.Namespace, config: Config) -> tuple[Any, str, str]:
 
 
 def open_history(path: Path) -> Any:
-    """The store at ``path``; a missing file is a usage error, never a new empty history."""
-    if not path.is_file():
-        raise UsageError(
-            f"no flake history at {path}: build it with `flakewarden history ingest --db {path} "
-            "REPORT_DIR...` (or --from-github)"
-        )
+    """The store at ``path``; a missing file is an error (exit 4), never a new empty history."""
     from flakewarden.history.store import HistoryStore
 
-    return HistoryStore.open(path)
+    return HistoryStore.open(path, create=False)
 
 
 def load_scores(

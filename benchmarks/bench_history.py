@@ -155,6 +155,34 @@ def bench_store(args: argparse.Namespace, where: Path) -> None:
                 f"read {label}: {len(runs):,} runs, {entries:,} entries "
                 f"({failures:,} first-attempt failures) in {took:.2f} s ({cpu:.2f} s of CPU)"
             )
+    time_history_show(db, args.window)
+
+
+def time_history_show(db: Path, window: int, repeat: int = 3) -> None:
+    """``history show --json`` over the last ``window`` runs, in a fresh interpreter each time
+    (see bench_history_show.py for the scoring alone); wall and CPU time, the best of a few."""
+    import resource
+    import subprocess
+
+    command = [sys.executable, "-m", "flakewarden", "history", "show", "--db", str(db)]
+    command += ["--json", "--window-runs", str(window), "--branch", "main"]
+    best = (float("inf"), float("inf"))
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        done = subprocess.run(
+            command, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")}
+        )
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        if done.returncode != 0:
+            raise SystemExit(f"history show failed: {done.stderr.decode(errors='replace')}")
+        best = min(best, (wall, cpu))
+    print(
+        f"history show --json, last {window} runs: {best[0]:.2f} s wall, {best[1]:.2f} s CPU "
+        f"(fresh interpreter, best of {repeat}; load average {os.getloadavg()[0]:.1f})"
+    )
 
 
 def bench_github(args: argparse.Namespace, where: Path) -> None:

@@ -41,3 +41,21 @@ def test_benchmark_runs_at_a_tiny_size(script: str, ratio_line: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert ratio_line in done.stdout, done.stdout
     assert "median s" in done.stdout, done.stdout
+
+
+def test_history_show_benchmark_runs_at_a_tiny_size() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "bench_history_show.py"),
+            *("--tests", "60", "--runs", "5", "--repeat", "1"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "window: last 5 runs on main; 60 tests scored" in done.stdout, done.stdout
+    assert "history show --json median s:" in done.stdout, done.stdout

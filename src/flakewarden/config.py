@@ -43,6 +43,18 @@ class QuarantinePolicy:
     exit_failure_rate: float = 0.05
     min_runs_to_release: int = 50
     max_days: float = 30
+    # The minimum sample: fewer runs in the history window and a test is ``new``, not scored.
+    min_runs: int = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class HistoryWindow:
+    """The window the flake history scores over (``history:`` in the file)."""
+
+    default_branch: Optional[str] = None  # else the repository's default, else main
+    window_runs: Optional[int] = 50
+    window_days: Optional[float] = None
+    fell_over_share: float = 0.30  # a run where more tests failed is left out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +66,7 @@ class Config:
     report_dir: str = "flakewarden-report"
     attempt_timeout: Optional[float] = None  # seconds a test process may run
     quarantine_policy: QuarantinePolicy = QuarantinePolicy()
+    history: HistoryWindow = HistoryWindow()
     known_race_patterns: str = "known-race-patterns.md"
     # Seconds all of a step's GitHub bookkeeping may take before it gives up (fail-open).
     issues_deadline: float = 60
@@ -158,6 +171,23 @@ POLICY_KEYS: dict[str, Check] = {
     "exit_failure_rate": _number(0, 1),
     "min_runs_to_release": _int(1),
     "max_days": _number(0, 3650, low_open=True),
+    "min_runs": _int(1),
+}
+
+
+def _optional_runs(path: str, value: Any) -> Optional[int]:
+    return None if value is None else int(_int(1)(path, value))
+
+
+def _optional_days(path: str, value: Any) -> Optional[float]:
+    return None if value is None else _number(0, 3650, low_open=True)(path, value)
+
+
+HISTORY_KEYS: dict[str, Check] = {
+    "default_branch": _text,
+    "window_runs": _optional_runs,
+    "window_days": _optional_days,
+    "fell_over_share": _number(0, 1, low_open=True),
 }
 TOP_KEYS: dict[str, Check] = {
     "reruns": _int(0, 100),
@@ -198,7 +228,7 @@ def parse(data: Any, where: str) -> Config:
     """Validate already-loaded YAML data; ``where`` names the file in errors."""
     if data is None:
         data = {}
-    top = _check_mapping(where, "", data, TOP_KEYS, nested=("quarantine_policy",))
+    top = _check_mapping(where, "", data, TOP_KEYS, nested=("quarantine_policy", "history"))
     policy_data = data.get("quarantine_policy") or {}
     policy_values = _check_mapping(where, "quarantine_policy.", policy_data, POLICY_KEYS)
     policy = dataclasses.replace(QuarantinePolicy(), **policy_values)
@@ -207,7 +237,13 @@ def parse(data: Any, where: str) -> Config:
             f"{where}: quarantine_policy.exit_failure_rate ({policy.exit_failure_rate:g}) must be "
             f"below enter_failure_rate ({policy.enter_failure_rate:g}), or tests flap in and out"
         )
-    return dataclasses.replace(Config(), quarantine_policy=policy, **top)
+    history_values = _check_mapping(where, "history.", data.get("history") or {}, HISTORY_KEYS)
+    history = dataclasses.replace(HistoryWindow(), **history_values)
+    if history.window_runs is None and history.window_days is None:
+        raise ConfigError(
+            f"{where}: history: window_runs and window_days cannot both be null (no window)"
+        )
+    return dataclasses.replace(Config(), quarantine_policy=policy, history=history, **top)
 
 
 def find_default(start: Path) -> Optional[Path]:

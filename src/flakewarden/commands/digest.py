@@ -10,9 +10,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.commands.github_options import add_github_options
+from flakewarden.commands.history_options import add_history_option, load_scores
+from flakewarden.console import one_line
 from flakewarden.errors import UsageError
 from flakewarden.github.api import GitHubClient
 from flakewarden.github.digest import build_digest
@@ -29,6 +32,13 @@ def register(subparsers: Any) -> None:
         ),
     )
     add_github_options(parser)
+    add_history_option(parser, "the open issues are ranked by their hits")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="configuration file (default .github/flakewarden.yml when present)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -36,14 +46,24 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     repository = args.repository or os.environ.get("GITHUB_REPOSITORY", "")
     if not repository or repository.count("/") != 1:
         raise UsageError("no repository: set GITHUB_REPOSITORY=owner/repo or pass --repository")
+    history = None
+    if getattr(args, "history", None) is not None:
+        from flakewarden.config import load
+        from flakewarden.github.digest_history import HistoryDigest
+
+        selection, scores = load_scores(
+            args.history, args, load(args.config, Path.cwd()), with_previous=True
+        )
+        history = HistoryDigest(selection.info.describe(), list(scores.values()))
     client = client or GitHubClient.from_env(args.token)
     try:
-        result = build_digest(client, repository)
+        result = build_digest(client, repository, history=history)
     finally:
         client.close()
     verb = "created" if result.created else "updated"
+    source = f"; ranked from the flake history {one_line(args.history)}" if history else ""
     sys.stdout.write(
         f"flakewarden: {verb} the flake digest #{result.number} "
-        f"({result.entries} open flaky tests) {result.url}\n"
+        f"({result.entries} open flaky tests{source}) {result.url}\n"
     )
     return int(ExitCode.OK)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.commands.github_options import add_github_options
+from flakewarden.commands.history_options import add_history_option, load_scores
 from flakewarden.config import Config, load
 from flakewarden.console import one_line, plural
 from flakewarden.errors import UsageError
@@ -46,6 +47,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("test_id", metavar="TEST_ID", help="the pytest node id")
     parser.add_argument("--reason", default="", help="why, recorded in the comment and marker")
     _common(parser)
+    add_history_option(
+        parser, "the issue's hits decide (quarantine_policy.min_failures) instead of the rate"
+    )
     parser.set_defaults(handler=run_quarantine)
 
 
@@ -74,6 +78,7 @@ def register_reevaluate(subparsers: Any) -> None:
         ),
     )
     _common(parser)
+    add_history_option(parser, "the counters in each issue's marker decide")
     parser.set_defaults(handler=run_reevaluate)
 
 
@@ -88,10 +93,25 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
+def _evidence_line(args: argparse.Namespace, window: str) -> str:
+    if args.history is None:
+        return "flakewarden: evidence: the counters in the issue's marker (no --history given)\n"
+    return (
+        f"flakewarden: evidence: the flake history {one_line(args.history)}: {one_line(window)}\n"
+    )
+
+
 def run_quarantine(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
     config = load(args.config, cwd)  # a config error exits 4 before anything is touched
     repository = _repository(args)
+    history = None
+    if args.history is not None:  # a missing or corrupt history fails before any request
+        from flakewarden.github.quarantine_policy import Evidence
+
+        selection, scores = load_scores(args.history, args, config)
+        history = Evidence(scores.get(args.test_id), selection.info.describe())
+    sys.stdout.write(_evidence_line(args, history.window if history else ""))
     from flakewarden.github import quarantine as q
     from flakewarden.github.api import GitHubClient
     from flakewarden.github.flake_issues import FlakeTracker, RunContext
@@ -116,6 +136,7 @@ def run_quarantine(args: argparse.Namespace) -> int:
             ctx,
             _now(),
             config.known_race_patterns,
+            history,
         )
     finally:
         client.close()
@@ -169,6 +190,11 @@ def run_release(args: argparse.Namespace) -> int:
 def run_reevaluate(args: argparse.Namespace, client: Optional[Any] = None) -> int:
     config = load(args.config, Path.cwd())
     repository = _repository(args)
+    scores, window = None, ""
+    if args.history is not None:
+        selection, scores = load_scores(args.history, args, config, with_previous=True)
+        window = selection.info.describe()
+    sys.stdout.write(_evidence_line(args, window))
     from flakewarden.github import quarantine as q
     from flakewarden.github.api import GitHubClient
     from flakewarden.github.flake_issues import FlakeTracker, RunContext
@@ -180,14 +206,18 @@ def run_reevaluate(args: argparse.Namespace, client: Optional[Any] = None) -> in
             config.quarantine_policy,
             RunContext.from_env(),
             _now(),
+            scores,
+            window,
         )
     finally:
         client.close()
+    counted = "runs in the history window" if scores is not None else "recent runs"
     for result in results:
         done = ", ".join(result.actions) or "no change"
+        rose = f" ({one_line(result.rose)})" if result.rose else ""
         sys.stdout.write(
             f"flakewarden: {one_line(result.test_id)} (#{result.number}): "
-            f"{result.failures} failures in {result.runs} recent runs: {done}\n"
+            f"{result.failures} failures in {result.runs} {counted}{rose}: {done}\n"
         )
     sys.stdout.write(f"flakewarden: {plural(len(results), 'quarantined test')} reevaluated\n")
     return int(ExitCode.OK)

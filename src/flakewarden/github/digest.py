@@ -22,9 +22,11 @@ from flakewarden.console import plural
 from flakewarden.errors import GitHubError
 from flakewarden.github import markdown as md
 from flakewarden.github.api import BODY_LIMIT, GitHubClient
+from flakewarden.github.digest_history import HistoryDigest
+from flakewarden.github.digest_history import render as history_render
 from flakewarden.github.flake_issues import LABEL as FLAKY_LABEL
 from flakewarden.github.flake_issues import TITLE_PREFIX, ensure_label, iso
-from flakewarden.github.marker import hits_of, scan
+from flakewarden.github.marker import hits_of, key_of, scan
 
 LABEL = "flake-digest"
 LABEL_COLOR = "5319e7"
@@ -222,15 +224,25 @@ def replace_region(body: Optional[str], region: str) -> str:
 
 
 def fit(
-    repository: str, entries: list[Entry], now: dt.datetime, body: Optional[str]
+    repository: str,
+    entries: list[Entry],
+    now: dt.datetime,
+    body: Optional[str],
+    history: Optional[HistoryDigest] = None,
 ) -> tuple[str, str]:
     """The region and the new body, with as many rows as fit beside the human text.
 
+    With ``history`` the ranking is the history's (the issues only give their numbers).
     Raises ``GitHubError`` when the notes alone leave no room: they are never cut.
     """
-    rows = min(TABLE_ROWS, len(entries))
+    # By the key a marker names its test with (a long id by its digest); lowest number wins.
+    by_id = {key_of(e.marker): e for e in reversed(entries)}
+    rows = min(TABLE_ROWS, len(entries) if history is None else len(history.scores))
     while True:
-        region = render(repository, entries, now, rows)
+        if history is None:
+            region = render(repository, entries, now, rows)
+        else:
+            region = history_render(repository, history, by_id, now, rows, START, END, NOTE)
         new = replace_region(body, region)
         over = len(new) - (BODY_LIMIT - 1)
         if over <= 0:
@@ -258,9 +270,13 @@ def title_for(repository: str) -> str:
 
 
 def build_digest(
-    client: GitHubClient, repository: str, now: Optional[dt.datetime] = None
+    client: GitHubClient,
+    repository: str,
+    now: Optional[dt.datetime] = None,
+    history: Optional[HistoryDigest] = None,
 ) -> DigestResult:
-    """Rank the open flaky-test issues and rewrite (or create) the digest issue."""
+    """Rank the open flaky-test issues (or, with ``history``, the window's scores) and
+    rewrite (or create) the digest issue."""
     now = now or dt.datetime.now(dt.timezone.utc)
     base = f"/repos/{repository}"
     items = client.paginate(base + "/issues", {"labels": FLAKY_LABEL, "state": "open"})
@@ -275,12 +291,12 @@ def build_digest(
     digests.sort(key=lambda i: (i.get("title") != title, int(i["number"])))
     if digests:
         current = digests[0]
-        _, body = fit(repository, entries, now, current.get("body"))
+        _, body = fit(repository, entries, now, current.get("body"), history)
         data = client.patch_json(f"{base}/issues/{current['number']}", {"body": body})
         return DigestResult(
             int(data["number"]), str(data.get("html_url") or ""), False, len(entries)
         )
     ensure_label(client, repository, LABEL, LABEL_COLOR, LABEL_DESCRIPTION)
-    _, body = fit(repository, entries, now, "")
+    _, body = fit(repository, entries, now, "", history)
     data = client.post_json(base + "/issues", {"title": title, "body": body, "labels": [LABEL]})
     return DigestResult(int(data["number"]), str(data.get("html_url") or ""), True, len(entries))

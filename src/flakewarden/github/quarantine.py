@@ -26,10 +26,17 @@ from flakewarden.errors import FlakewardenError
 from flakewarden.github import gha
 from flakewarden.github import markdown as md
 from flakewarden.github.flake_issues import FlakeIssue, FlakeTracker, RunContext, iso
-from flakewarden.github.marker import read_marker
-from flakewarden.github.quarantine_policy import parse_time, recent_rate, unmet_conditions
+from flakewarden.github.marker import key_of, read_marker
+from flakewarden.github.quarantine_policy import (
+    Evidence,
+    parse_time,
+    rate_text,
+    recent_rate,
+    unmet_conditions,
+)
 from flakewarden.github.quarantine_set import QUARANTINED, quarantined_issues
-from flakewarden.model import ExitCode
+from flakewarden.model import ExitCode, id_key
+from flakewarden.model.scores import TestScore
 
 QUARANTINED_COLOR = "fbca04"
 QUARANTINED_DESCRIPTION = "Flaky test quarantined under policy: still runs, does not fail builds"
@@ -134,6 +141,7 @@ def quarantine_comment(
     reason: str,
     ctx: RunContext,
     now: dt.datetime,
+    history: Optional[Evidence] = None,
 ) -> str:
     verdict = marker.get("verdict")
     link = str(marker.get("verdict_url") or "")
@@ -143,11 +151,18 @@ def quarantine_comment(
         if verdict
         else "no stress verdict (the policy does not require one)"
     )
+    if history is not None and history.score is not None:
+        counted = (
+            f"a failure rate of {rate_text(history.score)} in the flake history "
+            f"(at least {policy.enter_failure_rate:.0%} over {policy.min_runs} runs needed; "
+            f"{md.escape(history.window)})"
+        )
+    else:
+        counted = f"{int(marker.get('hits') or 0)} hits (at least {policy.min_failures} needed)"
     lines = [
         "**Quarantined under policy.**",
         "",
-        f"- Evidence: {int(marker.get('hits') or 0)} hits "
-        f"(at least {policy.min_failures} needed); {evidence}.",
+        f"- Evidence: {counted}; {evidence}.",
         "- Not listed in the known-race-patterns file.",
     ]
     if reason:
@@ -173,20 +188,23 @@ def quarantine(
     ctx: RunContext,
     now: dt.datetime,
     race_file: str,
+    history: Optional[Evidence] = None,
 ) -> tuple[Target, list[str]]:
     """Label the test's issue when every condition holds; else comment the refusal.
 
+    With ``history`` the rate and sample of the window decide instead of the hits.
     Returns the issue and the unmet conditions (empty: quarantined, or it already was).
     """
     target = find_open_issue(tracker, test_id)
     if QUARANTINED in target.labels:
         return target, []
     marker = dict(target.issue.marker)
-    unmet = unmet_conditions(test_id, marker, policy, races, now, race_file)
+    unmet = unmet_conditions(test_id, marker, policy, races, now, race_file, history)
     if race_problem:
         unmet.append(race_problem)
     if unmet:
-        body = ["**Quarantine refused.** Unmet conditions:", ""]
+        source = "the flake history" if history is not None else "the issue's counters"
+        body = [f"**Quarantine refused.** Unmet conditions (evidence from {source}):", ""]
         for condition in unmet:
             head, _, detail = condition.partition("\n")
             body.append(f"- {md.escape(head)}")
@@ -204,8 +222,14 @@ def quarantine(
         marker["quarantine_reason"] = md.clip(reason, 200)
     else:
         marker.pop("quarantine_reason", None)
+    marker.pop("rate_rose_at", None)
+    if history is not None and history.score is not None:
+        marker["quarantine_rate"] = round(history.score.rate, 4)
+    else:
+        marker.pop("quarantine_rate", None)
     write(tracker, target, marker, [*target.labels, QUARANTINED])
-    tracker.comment(target.issue.number, quarantine_comment(marker, policy, reason, ctx, now))
+    comment = quarantine_comment(marker, policy, reason, ctx, now, history)
+    tracker.comment(target.issue.number, comment)
     return target, []
 
 
@@ -247,21 +271,57 @@ class Reevaluation:
     runs: int
     failures: int
     actions: list[str]
+    source: str = "marker"  # where runs and failures came from: "history" or "marker"
+    rose: str = ""  # with history: how the rate rose against the previous window
+
+
+def _rose(score: Optional[TestScore]) -> str:
+    if score is None or not score.rose or score.previous is None:
+        return ""
+    prev = score.previous
+    return (
+        f"its failure rate rose to {score.rate:.1%} over the last {score.runs} runs, from "
+        f"{prev.rate:.1%} over the {prev.runs} runs before"
+    )
 
 
 def reevaluate(
-    tracker: FlakeTracker, policy: QuarantinePolicy, ctx: RunContext, now: dt.datetime
+    tracker: FlakeTracker,
+    policy: QuarantinePolicy,
+    ctx: RunContext,
+    now: dt.datetime,
+    history: Optional[Mapping[str, TestScore]] = None,
+    window: str = "",
 ) -> list[Reevaluation]:
-    """Propose releases by hysteresis and escalate old quarantines, each once."""
+    """Propose releases by hysteresis and escalate old quarantines, each once.
+
+    With ``history`` (scores by test id over ``window``) the rate is the window's,
+    runs before and after the quarantine alike, and a rate that rose against the
+    previous window is flagged once; without it, the marker's own counters decide.
+    """
     results = []
+    # A long id is known to its marker by its digest: look scores up by that key.
+    by_key = {id_key(t): s for t, s in history.items()} if history is not None else {}
     for listed, data in quarantined_issues(tracker):
         marker = dict(listed.marker)
         actions: list[str] = []
         comments: list[str] = []
         labels = label_names(data)
-        runs, failures = recent_rate(marker, policy)
+        score = by_key.get(key_of(listed.marker))
+        if history is not None:
+            runs = score.runs if score is not None else 0
+            failures = score.first_attempt_failures if score is not None else 0
+        else:
+            runs, failures = recent_rate(marker, policy)
         rate = failures / runs if runs else 0.0
-        where = f"{failures} failures in the last {runs} runs ({rate:.1%})"
+        if history is not None:
+            where = (
+                f"{failures} first-attempt failures in {runs} runs of the flake history "
+                f"({rate:.1%}; {md.escape(window)})"
+            )
+        else:
+            where = f"{failures} failures in the last {runs} runs ({rate:.1%})"
+        rose = _rose(score)
         since = parse_time(marker.get("quarantined_at"))
         if since is None:
             marker["quarantined_at"] = iso(now)
@@ -299,10 +359,29 @@ def reevaluate(
                 f"**Release proposal withdrawn:** {where}, back above the entry rate of "
                 f"{policy.enter_failure_rate:.0%}."
             )
+        if rose and not marker.get("rate_rose_at"):
+            marker["rate_rose_at"] = iso(now)
+            actions.append("rate rose")
+            comments.append(
+                f"**Failure rate rising:** {rose}. The quarantine is hiding a test that is "
+                f"getting worse. {owner_line(data)}"
+            )
+        elif not rose and marker.get("rate_rose_at") and history is not None:
+            marker.pop("rate_rose_at")
+            actions.append("rise cleared")
         if actions:
             tracker.update(listed, marker, labels=labels)
-            tracker.comment(listed.number, "\n\n".join(comments) + "\n")
+            if comments:
+                tracker.comment(listed.number, "\n\n".join(comments) + "\n")
         results.append(
-            Reevaluation(str(listed.marker["id"]), listed.number, runs, failures, actions)
+            Reevaluation(
+                str(listed.marker["id"]),
+                listed.number,
+                runs,
+                failures,
+                actions,
+                "history" if history is not None else "marker",
+                rose,
+            )
         )
     return results

@@ -7,12 +7,14 @@ from ``quarantine.py``, which changes labels and writes comments on GitHub.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Mapping
 from typing import Any, Optional
 
 from flakewarden.config import NEVER_QUARANTINE, QuarantinePolicy
 from flakewarden.github.known_races import race_entry, race_entry_for
+from flakewarden.model.scores import BROKEN, TestScore
 
 # The marker keeps the last outcomes of a quarantined test ("p" passed, "f" failed), newest last.
 RECENT_WINDOW = 200
@@ -28,6 +30,46 @@ def parse_time(value: Any) -> Optional[dt.datetime]:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """A test's score from the flake history (``None`` when it has no run in the window)."""
+
+    score: Optional[TestScore]
+    window: str  # the window, described
+
+
+def rate_text(score: TestScore) -> str:
+    low, high = score.interval
+    return (
+        f"{score.rate:.1%} ({score.first_attempt_failures} first-attempt failures in "
+        f"{score.runs} runs; 95% interval {low:.1%} to {high:.1%})"
+    )
+
+
+def history_conditions(history: Evidence, policy: QuarantinePolicy) -> list[str]:
+    """The sample and the entry rate, judged on the history window."""
+    score = history.score
+    if score is None or score.runs == 0:
+        return [f"it has no runs in the history window ({history.window})"]
+    unmet = []
+    if score.runs < policy.min_runs:
+        unmet.append(
+            f"it has {score.runs} runs in the history window; the policy needs at least "
+            f"{policy.min_runs} (quarantine_policy.min_runs)"
+        )
+    if score.state == BROKEN:
+        unmet.append(
+            "it failed every attempt in its most recent runs of the history window (state "
+            "broken): a real break is fixed, never quarantined"
+        )
+    if score.rate < policy.enter_failure_rate:
+        unmet.append(
+            f"its failure rate is {rate_text(score)}, below the entry rate of "
+            f"{policy.enter_failure_rate:.0%} (quarantine_policy.enter_failure_rate)"
+        )
+    return unmet
+
+
 def unmet_conditions(
     test_id: str,
     marker: Mapping[str, Any],
@@ -35,19 +77,25 @@ def unmet_conditions(
     races: Mapping[str, str],
     now: dt.datetime,
     race_file: str = "known-race-patterns.md",
+    history: Optional[Evidence] = None,
 ) -> list[str]:
     """Every condition of the policy this test does not meet; empty means it may be quarantined.
 
-    ``require_stress_verdict: false`` relaxes only the verdict's presence, age and
-    allowed list: a recorded race or real break refuses whatever the file says.
+    With ``history`` the evidence is the window's failure rate and sample; without
+    it, the issue's hits. ``require_stress_verdict: false`` relaxes only the
+    verdict's presence, age and allowed list: a recorded race or real break
+    refuses whatever the file says.
     """
     unmet = []
-    hits = int(marker.get("hits") or 0)
-    if hits < policy.min_failures:
-        unmet.append(
-            f"it has {hits} recorded hit(s); the policy needs at least {policy.min_failures} "
-            "(quarantine_policy.min_failures)"
-        )
+    if history is not None:
+        unmet += history_conditions(history, policy)
+    else:
+        hits = int(marker.get("hits") or 0)
+        if hits < policy.min_failures:
+            unmet.append(
+                f"it has {hits} recorded hit(s); the policy needs at least {policy.min_failures} "
+                "(quarantine_policy.min_failures)"
+            )
     verdict = marker.get("verdict")
     verdict = verdict if isinstance(verdict, str) and verdict else None
     if verdict in NEVER_QUARANTINE:

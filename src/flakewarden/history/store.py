@@ -380,6 +380,10 @@ class HistoryStore:
             self._test_names = {n: name for name, n in self._known_ids().items()}
         return self._test_names
 
+    def read(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of a read-only query: for the history's own modules (the scores' tally)."""
+        return self._read(query, params)
+
     def _read(self, query: str, params: Sequence[Any]) -> list[Any]:
         try:
             return self._db.execute(query, params).fetchall()

@@ -140,4 +140,6 @@ class HistoryEntry:
 
 
 # -- scores ----------------------------------------------------------------------
-# ``TestScore`` (a test's figures over a window) is defined below by the scores.
+# ``TestScore`` (a test's figures over a window) lives in ``model/scores.py`` with the
+# figures and window it is made of; it is part of this vocabulary too.
+from flakewarden.model.scores import TestScore as TestScore  # noqa: E402

@@ -13,7 +13,25 @@ import dataclasses
 import math
 from collections.abc import Mapping
 
-ALPHA = 0.05
+# The exact binomial bounds live in the vocabulary layer, shared with the flake history.
+from flakewarden.model.binomial import (
+    ALPHA,
+    binomial_cdf,
+    clopper_pearson,
+    lower_bound,
+    upper_bound,
+)
+
+__all__ = [
+    "ALPHA",
+    "SequentialPlan",
+    "binomial_cdf",
+    "clopper_pearson",
+    "fisher_greater",
+    "holm",
+    "lower_bound",
+    "upper_bound",
+]
 
 
 def _log_comb(n: int, k: int) -> float:
@@ -60,62 +78,6 @@ def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
         running = max(running, min(1.0, (m - rank) * p))
         adjusted[name] = running
     return adjusted
-
-
-def binomial_cdf(k: int, n: int, p: float) -> float:
-    """P(X <= k) for X ~ Binomial(n, p)."""
-    if k < 0:
-        return 0.0
-    if k >= n or p <= 0.0:
-        return 1.0
-    if p >= 1.0:
-        return 0.0
-    log_p, log_q = math.log(p), math.log1p(-p)
-    terms = [_log_comb(n, i) + i * log_p + (n - i) * log_q for i in range(k + 1)]
-    peak = max(terms)
-    return min(1.0, math.exp(peak) * math.fsum(math.exp(t - peak) for t in terms))
-
-
-def _solve(target: float, k: int, n: int) -> float:
-    """The p at which P(X <= k) equals ``target`` (the CDF falls as p grows)."""
-    low, high = 0.0, 1.0
-    for _ in range(100):
-        mid = (low + high) / 2
-        if binomial_cdf(k, n, mid) > target:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2
-
-
-def upper_bound(failures: int, runs: int, confidence: float = 1 - ALPHA) -> float:
-    """One-sided Clopper-Pearson upper bound on the failure rate.
-
-    With no failures this is ``1 - (1 - confidence) ** (1 / runs)``: 200 clean
-    runs bound the rate below 1.49 %, and 598 are needed to get below 0.5 %.
-    """
-    if runs <= 0:
-        return 1.0
-    if failures >= runs:
-        return 1.0
-    return _solve(1 - confidence, failures, runs)
-
-
-def lower_bound(failures: int, runs: int, confidence: float = 1 - ALPHA) -> float:
-    """One-sided Clopper-Pearson lower bound on the failure rate."""
-    if runs <= 0 or failures <= 0:
-        return 0.0
-    # P(X >= failures) = confidence-complement at the bound, i.e. P(X <= failures-1) = confidence.
-    return _solve(confidence, failures - 1, runs)
-
-
-def clopper_pearson(failures: int, runs: int, confidence: float = 1 - ALPHA) -> tuple[float, float]:
-    """Two-sided exact interval for a failure rate (each tail gets half the error)."""
-    tail = (1 - confidence) / 2
-    return (
-        lower_bound(failures, runs, 1 - tail),
-        upper_bound(failures, runs, 1 - tail),
-    )
 
 
 @dataclasses.dataclass(frozen=True)

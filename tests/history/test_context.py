@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import platform
+import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import Project
 
-from flakewarden import __version__
+from flakewarden import __version__, cli
 from flakewarden.history.context import collect_context, matrix_name
 from flakewarden.reports.report_json import read_report
 
@@ -101,3 +103,46 @@ def test_context_values_are_data_and_bounded() -> None:
     laptop = collect_context({"GITHUB_REPOSITORY": "o/r"}, started_at="t", version="v")
     assert laptop.repository == "" and laptop.run_id is None
     assert matrix_name("null") == "" and matrix_name('{"n": 2, "x": [1]}') == "n=2, x=[1]"
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def test_a_laptop_run_records_git_branch_and_commit_and_is_scored_by_branch(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.write("test_a.py", "def test_a():\n    pass\n")
+    _git(project.root, "init", "-q", "-b", "feature/cache")
+    _git(project.root, "add", "test_a.py")
+    _git(project.root, "commit", "-q", "-m", "a test")
+    head = _git(project.root, "rev-parse", "HEAD")
+    on_branch = project.run("-q", report_dir="on-branch")
+    assert on_branch.returncode == 0, on_branch.stderr
+    assert (on_branch.report["context"]["branch"], on_branch.report["context"]["commit"]) == (
+        "feature/cache",
+        head,
+    )
+    _git(project.root, "checkout", "-q", "--detach")
+    detached = project.run("-q", report_dir="detached")
+    assert (detached.report["context"]["branch"], detached.report["context"]["commit"]) == (
+        "",
+        head,
+    )
+    db = project.root / "h.db"
+    assert cli.main(["history", "ingest", "--db", str(db), str(on_branch.report_dir)]) == 0
+    assert cli.main(["history", "ingest", "--db", str(db), str(detached.report_dir)]) == 0
+    capsys.readouterr()
+    assert (
+        cli.main(["history", "show", "--db", str(db), "--json", "--branch", "feature/cache"]) == 0
+    )
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["window"]["runs"] == 1
+    assert [t["id"] for t in shown["tests"]] == ["test_a.py::test_a"]

@@ -279,10 +279,14 @@ def test_runs_without_a_branch_are_scored_on_request(
     code, out = show(capsys, "--db", str(db))
     assert code == 0
     assert "0 runs scored" in out
-    assert "no run of main in the window; runs made outside GitHub Actions record no branch" in out
+    assert (
+        "no run of main in the window; runs made outside GitHub Actions and a git branch "
+        "record none: --branch '' scores them"
+    ) in out
     data = show_json(capsys, db, "--branch", "", "--test", FLAKY)
     assert data["window"]["runs"] == 3
-    assert "on no branch (runs made outside GitHub Actions)" in data["window"]["description"]
+    description = data["window"]["description"]
+    assert "on no branch (runs outside GitHub Actions and any git branch)" in description
     assert data["tests"][0]["flaky_runs"] == 1
 
 

@@ -37,7 +37,7 @@ def add_window_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the default branch whose runs are scored (default: history.default_branch, "
         "else the repository's default from the event, else main); '' for the runs made "
-        "outside GitHub Actions, which record no branch",
+        "with no branch (outside GitHub Actions and any git branch)",
     )
 
 

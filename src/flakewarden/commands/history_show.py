@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         if info.runs == 0 and info.branch:
             out.append(
                 f"flakewarden: no run of {one_line(info.branch)} in the window; runs made "
-                "outside GitHub Actions record no branch: --branch '' scores them"
+                "outside GitHub Actions and a git branch record none: --branch '' scores them"
             )
         hidden = len(chosen) - len(listed)
         counts = {state: sum(1 for s in chosen if s.state == state) for state in STATES}

@@ -158,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         started_at=report.started_at,
         version=report.version,
         job_name=args.job_name or "",
+        cwd=options.cwd,
     )
     write_reports(report, report_dir, artifact_name=args.artifact_name)
     console_summary(report, shown_dir)

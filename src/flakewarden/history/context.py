@@ -2,6 +2,8 @@
 
 So that a report directory alone tells which workflow run, job, matrix entry, event,
 branch and commit it belongs to, and the history can be built from any copy of it.
+Outside GitHub Actions the branch and commit come from git, when the run's directory
+is in a git work tree: a laptop's history is then scored by branch like CI's.
 Values are data, never trusted: numbers that do not parse read as unknown, and every
 text is bounded.
 """
@@ -10,14 +12,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import platform
 import re
+import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Optional
 
 from flakewarden.model import RunContext
 
 _LIMIT = 1_000  # characters kept of any one value
+_GIT_SECONDS = 5.0
+_COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _PULL_REF = re.compile(r"refs/pull/([0-9]{1,10})/(?:merge|head)")
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
 
@@ -46,15 +53,52 @@ def matrix_name(matrix_json: str) -> str:
     return ", ".join(parts)[:_LIMIT]
 
 
+def _git(cwd: Path, *args: str) -> str:
+    """One line of git's answer in ``cwd``; "" when git is missing, slow or says no."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=_GIT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = done.stdout.splitlines()
+    return lines[0].strip()[:_LIMIT] if done.returncode == 0 and lines else ""
+
+
+def git_branch_and_commit(cwd: Path) -> tuple[str, str]:
+    """The checked-out branch ("" when HEAD is detached) and commit of the tree at ``cwd``."""
+    commit = _git(cwd, "rev-parse", "--verify", "--quiet", "HEAD")
+    if not _COMMIT.fullmatch(commit):
+        return "", ""
+    branch = _git(cwd, "symbolic-ref", "--quiet", "--short", "HEAD")
+    return branch, commit
+
+
 def collect_context(
-    environ: Mapping[str, str], *, started_at: str, version: str, job_name: str = ""
+    environ: Mapping[str, str],
+    *,
+    started_at: str,
+    version: str,
+    job_name: str = "",
+    cwd: Optional[Path] = None,
 ) -> RunContext:
     """The run's context: GitHub's coordinates when running in GitHub Actions, and always
     the start time, OS, Python and flakewarden version.
 
     The matrix name is ``job_name`` when given (``--job-name``), else
     ``FLAKEWARDEN_JOB_NAME``, else built from ``FLAKEWARDEN_MATRIX`` (the action sets it
-    to ``toJSON(matrix)``).
+    to ``toJSON(matrix)``). Outside GitHub Actions, the branch and commit are git's in
+    ``cwd`` when given.
     """
     name = (
         job_name
@@ -69,7 +113,10 @@ def collect_context(
         job_name=name,
     )
     if environ.get("GITHUB_ACTIONS") != "true":
-        return local
+        if cwd is None:
+            return local
+        branch, commit = git_branch_and_commit(cwd)
+        return dataclasses.replace(local, branch=branch, commit=commit)
     event = _value(environ, "GITHUB_EVENT_NAME")
     pull = _PULL_REF.fullmatch(_value(environ, "GITHUB_REF"))
     if event in PULL_REQUEST_EVENTS or pull:

@@ -82,7 +82,7 @@ class WindowInfo:
             limits.append(f"last {self.limit_days:g} days")
         span = " within the ".join(limits) or "every run"
         source = BRANCH_SOURCES.get(self.branch_source, self.branch_source)
-        branch = self.branch or "no branch (runs made outside GitHub Actions)"
+        branch = self.branch or "no branch (runs outside GitHub Actions and any git branch)"
         text = f"{span} on {branch} ({source}): {self.runs} runs scored"
         if self.excluded:
             text += f", {self.excluded} excluded (the suite fell over)"

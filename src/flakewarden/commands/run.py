@@ -15,8 +15,7 @@ from flakewarden.config import load as load_config
 from flakewarden.console import one_line
 from flakewarden.errors import UsageError
 from flakewarden.github.fence import output_fence
-from flakewarden.model import ExitCode, Outcome, RunReport
-from flakewarden.reports.report_json import write_reports
+from flakewarden.model import ExitCode, Outcome, RunReport, timings
 from flakewarden.runner.reruns import RunOptions, run_attempts
 
 HELP = "run the tests, rerun only the failed ones in fresh processes, write the reports"
@@ -123,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
             "no test command: put it after --, e.g. flakewarden run -- python -m pytest"
         )
     cwd = Path.cwd()
-    config = load_config(args.config, cwd)
+    with timings.phase("config"):
+        config = load_config(args.config, cwd)
     shown_dir = args.report_dir or Path(config.report_dir)
     report_dir = shown_dir if shown_dir.is_absolute() else cwd / shown_dir
     options = RunOptions(
@@ -138,19 +138,29 @@ def run(args: argparse.Namespace) -> int:
         quarantined=quarantined_set(args, config.quarantine_read_deadline),
         echo=None if args.quiet else sys.stdout.buffer,
         attempt_timeout=_pick(args.attempt_timeout, config.attempt_timeout),
+        while_first_runs=_import_report_writers,
     )
     on_actions = os.environ.get("GITHUB_ACTIONS") == "true"
     sys.stdout.flush()
     # The tests' output is data: nothing it prints may act as a workflow command.
     with output_fence(options.echo, active=on_actions) as echo:
         report = run_attempts(dataclasses.replace(options, echo=echo), say)
-    write_reports(report, report_dir, artifact_name=args.artifact_name)
-    console_summary(report, shown_dir)
-    if on_actions:
-        from flakewarden.github import gha
+    from flakewarden.reports.report_json import write_reports
 
-        gha.publish(report, report_dir, artifact_name=args.artifact_name)
+    write_reports(report, report_dir, artifact_name=args.artifact_name)
+    with timings.phase("console summary"):
+        console_summary(report, shown_dir)
+    if on_actions:
+        with timings.phase("github actions"):
+            from flakewarden.github import gha
+
+            gha.publish(report, report_dir, artifact_name=args.artifact_name)
     return report.exit_code
+
+
+def _import_report_writers() -> None:
+    """Import the report writers (JUnit, XML, Markdown): run beside attempt 1's pytest."""
+    import flakewarden.reports.report_json  # noqa: F401
 
 
 def quarantined_set(args: argparse.Namespace, deadline: float = 15.0) -> frozenset[str]:

@@ -86,13 +86,14 @@ class TestRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TestRecord:
+        # Positional: this runs for every phase of every test a run reads.
         phases = [
             PhaseRecord(
-                when=str(p["when"]),
-                outcome=str(p["outcome"]),
-                duration=float(p.get("duration", 0.0)),
-                longrepr=str(p.get("longrepr") or ""),
-                wasxfail=bool(p.get("wasxfail", False)),
+                str(p["when"]),
+                str(p["outcome"]),
+                float(p.get("duration", 0.0)),
+                str(p.get("longrepr") or ""),
+                bool(p.get("wasxfail", False)),
             )
             for p in data["phases"]
         ]

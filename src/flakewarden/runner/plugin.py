@@ -49,6 +49,7 @@ OWNER_VARIABLE = "FLAKEWARDEN_OWNER_PID"
 # One encoder for every record: json.dumps with options builds a new one per call.
 _encode = json.JSONEncoder(ensure_ascii=False).encode
 _string = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
+_LOADED = time.time()  # pytest imported us: its own start-up is over by then
 
 
 def _clip(text: str) -> str:
@@ -252,7 +253,7 @@ def _record_collected(ids: list[str]) -> None:
     global _collected
     if _plugin is not None and not _collected:
         _collected = True
-        _plugin.write({"kind": "collected", "ids": ids})
+        _plugin.write({"kind": "collected", "ids": ids, "time": time.time()})
 
 
 def _claim(config: Any) -> bool:
@@ -302,6 +303,9 @@ def pytest_configure(config: Any) -> None:
             "xdist": bool(getattr(option, "numprocesses", None)),
             "randomly_seed": getattr(option, "randomly_seed", None),
             "pid": os.getpid(),
+            # When pytest imported us and configured its plugins: the start-up split.
+            "loaded": _LOADED,
+            "time": time.time(),
         }
     )
 
@@ -420,6 +424,7 @@ def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
             "exitstatus": int(exitstatus),
             "testscollected": int(getattr(session, "testscollected", 0) or 0),
             "testsfailed": int(getattr(session, "testsfailed", 0) or 0),
+            "time": time.time(),
         }
     )
 

@@ -118,11 +118,17 @@ def _pid(results: Path) -> int:
     return 0
 
 
-def run_flakewarden(root: Path, env: dict[str, str], report_dir: Path, flaky: int) -> Timing:
+def run_flakewarden(
+    root: Path, env: dict[str, str], report_dir: Path, flaky: int, src: Optional[str] = None
+) -> Timing:
+    """One ``flakewarden run``; with ``src``, the flakewarden in that source tree (no split)."""
     reset_counters(root)
     command = [PYTHON, "-m", "flakewarden", "run", "--report-dir", str(report_dir), "--"]
     record = report_dir.parent / "timings.json"
+    record.unlink(missing_ok=True)
     env = {**env, "FLAKEWARDEN_TIMINGS": str(record)}
+    if src:
+        env["PYTHONPATH"] = src
     started = time.time()
     done = subprocess.run(
         [*command, PYTHON, "-m", "pytest"], cwd=root, env=env, capture_output=True, text=True
@@ -141,7 +147,7 @@ def run_flakewarden(root: Path, env: dict[str, str], report_dir: Path, flaky: in
     if len(pids) != len(attempts):
         raise SystemExit(f"flakewarden's attempts did not run in fresh processes: pids {pids}")
     durations = [float(a["duration"]) for a in attempts]
-    split = timings_split.split(timings_split.read(record), started, ended)
+    split = None if src else timings_split.split(timings_split.read(record), started, ended)
     return Timing(wall, flakes, durations[0], sum(durations[1:]), split)
 
 
@@ -175,6 +181,8 @@ def print_table(baseline: list[Timing], candidate: list[Timing]) -> None:
         _row("  flakewarden's own time", [s["own total"] for s in splits]),
     ]
     rows += [_row(f"    {part}", [s["own"][part] for s in splits]) for part in timings_split.OWN]
+    cpu = [s["own cpu"] for s in splits]
+    rows.append(_row("  flakewarden's own CPU (its process, all threads)", cpu))
     for number, label in ((0, "attempt 1"), (1, "the rerun")):
         parts = [s["child splits"][number] for s in splits if len(s["child splits"]) > number]
         parts = [p for p in parts if p]
@@ -206,6 +214,22 @@ def print_table(baseline: list[Timing], candidate: list[Timing]) -> None:
     )
 
 
+def print_comparison(
+    baseline: list[Timing], candidate: list[Timing], other: list[Timing], src: str
+) -> None:
+    """This flakewarden against another tree's, timed in the same pairs, the same way."""
+    print()
+    print(f"against {src}, in the same pairs (own time here: wall - attempt durations):")
+    for name, runs in (("this tree", candidate), ("that tree", other)):
+        wall, q1, q3 = timings_split.quartiles([t.wall for t in runs])
+        own = statistics.median(t.wall - t.first - t.rerun for t in runs)
+        ratio = statistics.median(t.wall / b.wall for b, t in zip(baseline, runs))
+        print(
+            f"  {name}: wall {wall:.3f}s (q1-q3 {q1:.3f}-{q3:.3f}), own {own:.3f}s, "
+            f"ratio to rerunfailures {ratio:.3f} (median of pair ratios)"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=2000, help="tests in the suite")
@@ -216,6 +240,11 @@ def main() -> int:
         "--selection",
         action="store_true",
         help="instead: time a rerun process for each way of passing the selection",
+    )
+    parser.add_argument(
+        "--compare-src",
+        metavar="SRC",
+        help="also time, in the same pairs, the flakewarden of another source tree's src/",
     )
     options = parser.parse_args()
     flaky = min(options.flaky, options.modules, options.tests)
@@ -240,9 +269,12 @@ def main() -> int:
         run_flakewarden(root, env, report_dir, flaky)
         baseline: list[Timing] = []
         candidate: list[Timing] = []
+        other: list[Timing] = []
         for pair in range(1, options.pairs + 1):
             baseline.append(run_rerunfailures(root, env, flaky))
             candidate.append(run_flakewarden(root, env, report_dir, flaky))
+            if options.compare_src:
+                other.append(run_flakewarden(root, env, report_dir, flaky, options.compare_src))
             print(
                 f"  pair {pair}: rerunfailures {baseline[-1].wall:.3f}s "
                 f"({baseline[-1].flakes} rerun)  flakewarden {candidate[-1].wall:.3f}s "
@@ -252,6 +284,8 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print_table(baseline, candidate)
+    if other:
+        print_comparison(baseline, candidate, other, options.compare_src)
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -42,6 +42,7 @@ class Timing(NamedTuple):
     child: float  # the pytest child's own time, as flakewarden measured it (0 for baseline)
     cpu: float  # user + system CPU seconds of the whole process tree: steadier on a busy machine
     split: Optional[dict[str, Any]] = None  # flakewarden only: timings_split.split()
+    reported: float = 0.0  # flakewarden only: the attempts' durations in report.json
 
 
 def _children_cpu() -> float:
@@ -100,10 +101,16 @@ def run_baseline(root: Path, env: dict[str, str], tests: int) -> Timing:
     return Timing(wall, 0.0, cpu)
 
 
-def run_flakewarden(root: Path, env: dict[str, str], report_dir: Path, tests: int) -> Timing:
+def run_flakewarden(
+    root: Path, env: dict[str, str], report_dir: Path, tests: int, src: Optional[str] = None
+) -> Timing:
+    """One ``flakewarden run``; with ``src``, the flakewarden in that source tree (no split)."""
     command = [PYTHON, "-m", "flakewarden", "run", "--report-dir", str(report_dir), "--"]
     record = report_dir.parent / "timings.json"
+    record.unlink(missing_ok=True)
     env = {**env, "FLAKEWARDEN_TIMINGS": str(record)}
+    if src:
+        env["PYTHONPATH"] = src
     cpu, started = _children_cpu(), time.time()
     done = subprocess.run(
         [*command, PYTHON, "-m", "pytest"], cwd=root, env=env, capture_output=True, text=True
@@ -116,8 +123,11 @@ def run_flakewarden(root: Path, env: dict[str, str], report_dir: Path, tests: in
             f"flakewarden run did not pass {tests} tests (exit {done.returncode}):\n"
             f"{done.stdout[-2000:]}{done.stderr[-2000:]}"
         )
+    reported = sum(float(a["duration"]) for a in report["attempts"])
+    if src:
+        return Timing(wall, reported, cpu, None, reported)
     split = timings_split.split(timings_split.read(record), started, ended)
-    return Timing(wall, split["children"], cpu, split)
+    return Timing(wall, split["children"], cpu, split, reported)
 
 
 def machine() -> str:
@@ -141,6 +151,8 @@ def print_table(baseline: list[Timing], candidate: list[Timing]) -> None:
         _row("  flakewarden's own time", [s["own total"] for s in splits]),
     ]
     rows += [_row(f"    {part}", [s["own"][part] for s in splits]) for part in timings_split.OWN]
+    cpu = [s["own cpu"] for s in splits]
+    rows.append(_row("  flakewarden's own CPU (its process, all threads)", cpu))
     parts = [s["child splits"][0] for s in splits if s["child splits"] and s["child splits"][0]]
     if parts:
         rows.append(_row("  the pytest child, by the plugin's stamps", []))
@@ -168,6 +180,23 @@ def print_table(baseline: list[Timing], candidate: list[Timing]) -> None:
     )
 
 
+def print_comparison(
+    baseline: list[Timing], candidate: list[Timing], other: list[Timing], src: str
+) -> None:
+    """This flakewarden against another tree's, timed in the same pairs, the same way."""
+    print()
+    print(f"against {src}, in the same pairs (own time here: wall - attempt durations):")
+    for name, runs in (("this tree", candidate), ("that tree", other)):
+        wall, q1, q3 = timings_split.quartiles([t.wall for t in runs])
+        ratio = statistics.median(t.wall / b.wall for b, t in zip(baseline, runs))
+        cpu = statistics.median(t.cpu for t in runs)
+        print(
+            f"  {name}: wall {wall:.3f}s (q1-q3 {q1:.3f}-{q3:.3f}), own "
+            f"{statistics.median(t.wall - t.reported for t in runs):.3f}s, ratio to pytest "
+            f"{ratio:.3f} (median of pair ratios), CPU of the tree {cpu:.3f}s"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=2000, help="tests in the suite")
@@ -175,6 +204,11 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=9, help="baseline/candidate pairs timed")
     parser.add_argument(
         "--work-ms", type=float, default=0.0, help="busy work in each test, in milliseconds"
+    )
+    parser.add_argument(
+        "--compare-src",
+        metavar="SRC",
+        help="also time, in the same pairs, the flakewarden of another source tree's src/",
     )
     options = parser.parse_args()
 
@@ -191,9 +225,14 @@ def main() -> int:
         run_flakewarden(root, env, report_dir, options.tests)
         baseline: list[Timing] = []
         candidate: list[Timing] = []
+        other: list[Timing] = []
         for pair in range(1, options.pairs + 1):
             baseline.append(run_baseline(root, env, options.tests))
             candidate.append(run_flakewarden(root, env, report_dir, options.tests))
+            if options.compare_src:
+                other.append(
+                    run_flakewarden(root, env, report_dir, options.tests, options.compare_src)
+                )
             print(
                 f"  pair {pair}: pytest {baseline[-1].wall:.3f}s  "
                 f"flakewarden {candidate[-1].wall:.3f}s",
@@ -203,6 +242,8 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
 
     print_table(baseline, candidate)
+    if other:
+        print_comparison(baseline, candidate, other, options.compare_src)
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -14,14 +14,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-# flakewarden's own time, in the order it is spent.
-OWN = (
-    "interpreter start-up",
-    "imports",
-    "subcommand import + parse",
-    "before the tests",
+# flakewarden's own time, in the order it is spent; after the tests, by phase.
+AFTER = (
+    "end leftovers",
     "read records",
-    "between attempts (records, selection)",
     "fold",
     "report.json",
     "junit.xml",
@@ -29,6 +25,14 @@ OWN = (
     "rerun-report.txt",
     "manifest",
     "console summary",
+)
+OWN = (
+    "interpreter start-up",
+    "imports",
+    "subcommand import + parse",
+    "before the tests",
+    "between attempts",
+    *AFTER,
     "other after the tests",
     "exit",
 )
@@ -83,33 +87,28 @@ def split(record: dict[str, Any], launched: float, ended: float) -> dict[str, An
     marks = record["marks"]
     phases = record["phases"]
     children = [p for p in phases if p["name"] == "child"]
-    named: dict[str, float] = {}
-    for entry in phases:
-        named[entry["name"]] = named.get(entry["name"], 0.0) + entry["end"] - entry["start"]
-    parse = named.get("parse", 0.0)
+    parse = sum(p["end"] - p["start"] for p in phases if p["name"] == "parse")
     first_start = children[0]["start"] if children else marks["end"]
     last_end = children[-1]["exited"] if children else marks["end"]
-    between = sum(b["start"] - a["exited"] for a, b in zip(children, children[1:]))
-    reads = [p for p in phases if p["name"] == "read records"]
-    last_read = sum(p["end"] - p["start"] for p in reads[-1:])
-    after_named = ("fold", "report.json", "junit.xml", "summary.md", "rerun-report.txt")
-    after_named += ("manifest", "console summary")
-    after = marks["end"] - last_end
+    after = {name: 0.0 for name in AFTER}
+    for entry in phases:
+        if entry["start"] >= last_end and entry["name"] in after:
+            after[entry["name"]] += entry["end"] - entry["start"]
     own = {
         "interpreter start-up": marks["imported"] - launched,
         "imports": marks["main"] - marks["imported"],
         "subcommand import + parse": parse,
         "before the tests": first_start - marks["main"] - parse,
-        "read records": last_read,
-        "between attempts (records, selection)": between,
-        **{name: named.get(name, 0.0) for name in after_named},
-        "other after the tests": after - last_read - sum(named.get(n, 0.0) for n in after_named),
+        "between attempts": sum(b["start"] - a["exited"] for a, b in zip(children, children[1:])),
+        **after,
+        "other after the tests": marks["end"] - last_end - sum(after.values()),
         "exit": ended - marks["end"],
     }
     windows = sum(c["exited"] - c["start"] for c in children)
     return {
         "own": own,
         "own total": (ended - launched) - windows,
+        "own cpu": float(record.get("cpu", 0.0)),
         "children": windows,
         "child splits": [child_split(c) for c in children],
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import os
 import sys
 from pathlib import Path
@@ -121,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "no test command: put it after --, e.g. flakewarden run -- python -m pytest"
         )
+    # What is loaded now (modules, classes) lives for the whole run: out of the cyclic
+    # collector's sight, its collections (and the one at exit) walk only what the run makes.
+    gc.freeze()
     cwd = Path.cwd()
     with timings.phase("config"):
         config = load_config(args.config, cwd)

@@ -59,4 +59,11 @@ class AttemptOutcome(str, enum.Enum):
 
     @property
     def is_failure(self) -> bool:
-        return self in (AttemptOutcome.FAILED, AttemptOutcome.ERROR, AttemptOutcome.CRASHED)
+        # By value: a tuple of str is searched in C, a tuple of members through Enum's ==.
+        return self._value_ in _FAILURE_VALUES
+
+
+_FAILURE_VALUES = tuple(
+    outcome.value
+    for outcome in (AttemptOutcome.FAILED, AttemptOutcome.ERROR, AttemptOutcome.CRASHED)
+)

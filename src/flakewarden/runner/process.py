@@ -210,9 +210,10 @@ def run_child(
             _restore_handlers(previous)
             # Whatever the child left behind goes too: its group, and (Linux) every
             # process that detached from it. The pipe keeps what they wrote.
-            stop_group(child.pid, signal.SIGKILL)
-            ended = leftovers.end_orphans(exclude={child.pid})
-            pump.join(timeout=10)
+            with timings.phase("end leftovers"):
+                stop_group(child.pid, signal.SIGKILL)
+                ended = leftovers.end_orphans(exclude={child.pid})
+                pump.join(timeout=10)
             if ended:
                 log_stream.write(
                     f"\n[flakewarden] ended {ended} process(es) the command left running\n".encode()

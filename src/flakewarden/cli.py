@@ -51,6 +51,7 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    timings.reset()  # one record per command, should one process run several
     timings.mark("imported", IMPORTED_AT)
     timings.mark("main")
     try:

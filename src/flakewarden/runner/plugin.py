@@ -16,7 +16,8 @@ variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
   in that order (stress replays a recorded order to find a polluter).
 
 Records (one JSON object per line, ``kind`` says which):
-``config`` (rootdir, invocation args, positional args), ``collected`` (the node
+``config`` (rootdir, invocation args, positional args; ``loaded`` and ``time``: when
+pytest imported this module and when it configured), ``collected`` (the node
 ids the session is to run, in order), ``start`` (a test is about to run),
 ``test`` (one per test and iteration, with each phase and its subtests),
 ``collect_error``, ``pytest_stats`` (what pytest's own terminal summary

@@ -1,6 +1,6 @@
 """Rerunning 5 flaky tests out of 2,000: ``flakewarden run`` vs pytest-rerunfailures.
 
-Run:  python benchmarks/bench_reruns_vs_rerunfailures.py [--tests 2000] [--flaky 5] [--pairs 7]
+Run:  python benchmarks/bench_reruns_vs_rerunfailures.py [--tests 2000] [--flaky 5] [--pairs 9]
 
 A suite of trivial passing tests is generated in a temporary directory (pytest-randomly and
 the cache provider are switched off in its ``pytest.ini``); ``--flaky`` of them, in
@@ -30,7 +30,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, Optional
+
+import timings_split
 
 PYTHON = sys.executable
 _LEAKY_ENV = ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID", "COVERAGE_FILE")
@@ -52,6 +54,7 @@ class Timing(NamedTuple):
     flakes: int  # the flaky tests the tool reported
     first: float  # flakewarden only: attempt 1's child process, as flakewarden timed it
     rerun: float  # flakewarden only: the rerun attempts' child processes
+    split: Optional[dict[str, Any]] = None  # flakewarden only: timings_split.split()
 
 
 def generate(root: Path, tests: int, modules: int, flaky: int) -> None:
@@ -77,17 +80,24 @@ def reset_counters(root: Path) -> None:
 
 
 def clean_env() -> dict[str, str]:
+    """The environment without what would change the run, nor bytecode switched off.
+
+    A CI job writes ``__pycache__`` (pip compiles at install; pytest caches its rewritten
+    test modules); ``PYTHONDONTWRITEBYTECODE`` would make both sides compile every module
+    on every run instead.
+    """
     env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
     env.pop("GITHUB_ACTIONS", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
 def run_rerunfailures(root: Path, env: dict[str, str], flaky: int) -> Timing:
     reset_counters(root)
     command = [PYTHON, "-m", "pytest", "-p", "rerunfailures", "--reruns", "2"]
-    started = time.perf_counter()
+    started = time.time()
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
+    wall = time.time() - started
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     found = re.search(r"(\d+) rerun", last)
     flakes = int(found.group(1)) if found else 0
@@ -108,14 +118,23 @@ def _pid(results: Path) -> int:
     return 0
 
 
-def run_flakewarden(root: Path, env: dict[str, str], report_dir: Path, flaky: int) -> Timing:
+def run_flakewarden(
+    root: Path, env: dict[str, str], report_dir: Path, flaky: int, src: Optional[str] = None
+) -> Timing:
+    """One ``flakewarden run``; with ``src``, the flakewarden in that source tree (no split)."""
     reset_counters(root)
     command = [PYTHON, "-m", "flakewarden", "run", "--report-dir", str(report_dir), "--"]
-    started = time.perf_counter()
+    record = report_dir.parent / "timings.json"
+    record.unlink(missing_ok=True)
+    env = {**env, "FLAKEWARDEN_TIMINGS": str(record)}
+    if src:
+        env["PYTHONPATH"] = src
+    started = time.time()
     done = subprocess.run(
         [*command, PYTHON, "-m", "pytest"], cwd=root, env=env, capture_output=True, text=True
     )
-    wall = time.perf_counter() - started
+    ended = time.time()
+    wall = ended - started
     report = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
     flakes = sum(1 for test in report["tests"] if test["outcome"] == "flaky")
     attempts = report["attempts"]
@@ -128,7 +147,8 @@ def run_flakewarden(root: Path, env: dict[str, str], report_dir: Path, flaky: in
     if len(pids) != len(attempts):
         raise SystemExit(f"flakewarden's attempts did not run in fresh processes: pids {pids}")
     durations = [float(a["duration"]) for a in attempts]
-    return Timing(wall, flakes, durations[0], sum(durations[1:]))
+    split = None if src else timings_split.split(timings_split.read(record), started, ended)
+    return Timing(wall, flakes, durations[0], sum(durations[1:]), split)
 
 
 def machine() -> str:
@@ -136,12 +156,96 @@ def machine() -> str:
     return f"{cpus} CPUs, Python {platform.python_version()}, {platform.system()}"
 
 
+def _row(name: str, values: list[float], flakes: str = "") -> tuple[str, ...]:
+    if not values:
+        return (name, "", "", "", flakes)
+    median, q1, q3 = timings_split.quartiles(values)
+    return (name, f"{median:.3f}", f"{q1:.3f}-{q3:.3f}", f"{min(values):.3f}", flakes)
+
+
+def print_table(baseline: list[Timing], candidate: list[Timing]) -> None:
+    splits = [t.split for t in candidate if t.split is not None]
+    rows = [
+        _row(
+            "pytest -p rerunfailures --reruns 2 (baseline)",
+            [t.wall for t in baseline],
+            str(baseline[-1].flakes),
+        ),
+        _row(
+            "flakewarden run -- python -m pytest",
+            [t.wall for t in candidate],
+            str(candidate[-1].flakes),
+        ),
+        _row("  attempt 1 (pytest child)", [t.first for t in candidate]),
+        _row("  the rerun (fresh pytest child)", [t.rerun for t in candidate]),
+        _row("  flakewarden's own time", [s["own total"] for s in splits]),
+    ]
+    rows += [_row(f"    {part}", [s["own"][part] for s in splits]) for part in timings_split.OWN]
+    cpu = [s["own cpu"] for s in splits]
+    rows.append(_row("  flakewarden's own CPU (its process, all threads)", cpu))
+    for number, label in ((0, "attempt 1"), (1, "the rerun")):
+        parts = [s["child splits"][number] for s in splits if len(s["child splits"]) > number]
+        parts = [p for p in parts if p]
+        if not parts:
+            continue
+        items = int(parts[-1]["items"])
+        rows.append(_row(f"  {label}, by the plugin's stamps ({items} tests kept)", []))
+        rows += [_row(f"    {part}", [p[part] for p in parts]) for part in timings_split.CHILD]
+    width = max(len(r[0]) for r in rows)
+    print()
+    print(f"{'command':<{width}}  {'median s':>9}  {'q1-q3 s':>13}  {'min s':>7}  {'flakes':>6}")
+    for name, median, spread, least, flakes in rows:
+        print(f"{name:<{width}}  {median:>9}  {spread:>13}  {least:>7}  {flakes:>6}")
+    print()
+    base = statistics.median(t.wall for t in baseline)
+    cand = statistics.median(t.wall for t in candidate)
+    ratios = [c.wall / b.wall for b, c in zip(baseline, candidate)]
+    ratio, r1, r3 = timings_split.quartiles(ratios)
+    shares = [s["own total"] / t.wall for s, t in zip(splits, candidate)]
+    share, s1, s3 = timings_split.quartiles(shares)
+    print(
+        f"ratio flakewarden/rerunfailures: {cand / base:.3f} (medians), {ratio:.3f} (median of "
+        f"{len(ratios)} pair ratios, q1-q3 {r1:.3f}-{r3:.3f}, range {min(ratios):.3f}-"
+        f"{max(ratios):.3f})"
+    )
+    print(
+        f"flakewarden's own share of its wall time: {100 * share:.1f}% (median, q1-q3 "
+        f"{100 * s1:.1f}-{100 * s3:.1f}%)"
+    )
+
+
+def print_comparison(
+    baseline: list[Timing], candidate: list[Timing], other: list[Timing], src: str
+) -> None:
+    """This flakewarden against another tree's, timed in the same pairs, the same way."""
+    print()
+    print(f"against {src}, in the same pairs (own time here: wall - attempt durations):")
+    for name, runs in (("this tree", candidate), ("that tree", other)):
+        wall, q1, q3 = timings_split.quartiles([t.wall for t in runs])
+        own = statistics.median(t.wall - t.first - t.rerun for t in runs)
+        ratio = statistics.median(t.wall / b.wall for b, t in zip(baseline, runs))
+        print(
+            f"  {name}: wall {wall:.3f}s (q1-q3 {q1:.3f}-{q3:.3f}), own {own:.3f}s, "
+            f"ratio to rerunfailures {ratio:.3f} (median of pair ratios)"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=2000, help="tests in the suite")
     parser.add_argument("--modules", type=int, default=40, help="modules they spread over")
     parser.add_argument("--flaky", type=int, default=5, help="tests failing their first run")
-    parser.add_argument("--pairs", type=int, default=7, help="baseline/candidate pairs timed")
+    parser.add_argument("--pairs", type=int, default=9, help="baseline/candidate pairs timed")
+    parser.add_argument(
+        "--selection",
+        action="store_true",
+        help="instead: time a rerun process for each way of passing the selection",
+    )
+    parser.add_argument(
+        "--compare-src",
+        metavar="SRC",
+        help="also time, in the same pairs, the flakewarden of another source tree's src/",
+    )
     options = parser.parse_args()
     flaky = min(options.flaky, options.modules, options.tests)
 
@@ -155,14 +259,22 @@ def main() -> int:
             f"suite: {options.tests} tests in {options.modules} modules, "
             f"{flaky} failing their first run ({root})"
         )
-        print(f"machine: {machine()}")
+        print(f"machine: {machine()}, load average {os.getloadavg()[0]:.1f}")
+        if options.selection:
+            import rerun_selection
+
+            rerun_selection.compare(root, env, flaky, options.pairs, work)
+            return 0
         run_rerunfailures(root, env, flaky)  # warm-up: disk cache, .pyc files
         run_flakewarden(root, env, report_dir, flaky)
         baseline: list[Timing] = []
         candidate: list[Timing] = []
+        other: list[Timing] = []
         for pair in range(1, options.pairs + 1):
             baseline.append(run_rerunfailures(root, env, flaky))
             candidate.append(run_flakewarden(root, env, report_dir, flaky))
+            if options.compare_src:
+                other.append(run_flakewarden(root, env, report_dir, flaky, options.compare_src))
             print(
                 f"  pair {pair}: rerunfailures {baseline[-1].wall:.3f}s "
                 f"({baseline[-1].flakes} rerun)  flakewarden {candidate[-1].wall:.3f}s "
@@ -171,52 +283,10 @@ def main() -> int:
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-    base = statistics.median(t.wall for t in baseline)
-    cand = statistics.median(t.wall for t in candidate)
-    pair_ratio = statistics.median(c.wall / b.wall for b, c in zip(baseline, candidate))
-    rows = [
-        (
-            "pytest -p rerunfailures --reruns 2 (baseline)",
-            f"{base:.3f}",
-            f"{min(t.wall for t in baseline):.3f}",
-            str(baseline[-1].flakes),
-        ),
-        (
-            "flakewarden run -- python -m pytest",
-            f"{cand:.3f}",
-            f"{min(t.wall for t in candidate):.3f}",
-            str(candidate[-1].flakes),
-        ),
-        (
-            "  of which attempt 1 (pytest child)",
-            f"{statistics.median(t.first for t in candidate):.3f}",
-            "",
-            "",
-        ),
-        (
-            "  of which the rerun (fresh pytest child)",
-            f"{statistics.median(t.rerun for t in candidate):.3f}",
-            "",
-            "",
-        ),
-        (
-            "  of which flakewarden around them",
-            f"{statistics.median(t.wall - t.first - t.rerun for t in candidate):.3f}",
-            "",
-            "",
-        ),
-    ]
-    width = max(len(r[0]) for r in rows)
-    print()
-    print(f"{'command':<{width}}  {'median s':>9}  {'min s':>7}  {'flakes':>6}")
-    for name, median, least, flakes in rows:
-        print(f"{name:<{width}}  {median:>9}  {least:>7}  {flakes:>6}")
-    print()
-    print(
-        f"ratio flakewarden/rerunfailures: {cand / base:.3f} (medians), {pair_ratio:.3f} "
-        f"(median of {options.pairs} pair ratios)"
-    )
+    print_table(baseline, candidate)
+    if other:
+        print_comparison(baseline, candidate, other, options.compare_src)
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 0
 
 

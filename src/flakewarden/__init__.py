@@ -3,4 +3,8 @@
 This module must stay importable with the standard library alone.
 """
 
+import time as _time
+
 __version__ = "0.1.0"
+#: When our first line ran: the timings record (model/timings.py) counts our imports from here.
+IMPORTED_AT = _time.time()

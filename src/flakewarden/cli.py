@@ -10,11 +10,11 @@ import sys
 from collections.abc import Sequence
 from typing import Optional
 
-from flakewarden import __version__
+from flakewarden import IMPORTED_AT, __version__
 from flakewarden.commands import COMMANDS, load
 from flakewarden.console import one_line
 from flakewarden.errors import FlakewardenError
-from flakewarden.model import ExitCode
+from flakewarden.model import ExitCode, timings
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,11 +51,21 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    timings.reset()  # one record per command, should one process run several
+    timings.mark("imported", IMPORTED_AT)
+    timings.mark("main")
+    try:
+        return _main(argv)
+    finally:
+        timings.write_if_asked()
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     ours, command = split_command(sys.argv[1:] if argv is None else argv)
     chosen = next((word for word in ours if not word.startswith("-")), None)
-    parser = build_parser(chosen if chosen in COMMANDS else None)
     try:
-        args = parser.parse_args(ours)
+        with timings.phase("parse"):  # imports the chosen subcommand
+            args = build_parser(chosen if chosen in COMMANDS else None).parse_args(ours)
     except SystemExit as exc:  # --help, --version, or a usage error
         return int(exc.code or 0) if isinstance(exc.code, int) else ExitCode.USAGE_ERROR
     args.test_command = command

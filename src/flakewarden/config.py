@@ -8,7 +8,6 @@ naming the key's path and, for a misspelt key, the nearest valid one.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import reprlib
 from pathlib import Path
@@ -203,6 +202,8 @@ TOP_KEYS: dict[str, Check] = {
 
 
 def _nearest(key: str, choices: Any) -> str:
+    import difflib  # here: only a misspelt key needs it, every run would pay its import
+
     match = difflib.get_close_matches(key, list(choices), n=1, cutoff=0.5)
     return f"; did you mean {match[0]!r}?" if match else ""
 

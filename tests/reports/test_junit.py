@@ -755,3 +755,41 @@ def test_subtests_survive_report_json_and_give_the_same_junit(tmp_path: Path) ->
     write_junit(rep, first)
     write_junit(back, second)
     assert first.read_bytes() == second.read_bytes()
+
+
+def _whole_tree(run: RunReport) -> bytes:
+    """The file as ElementTree writes the whole tree at once: what the writer must equal."""
+    from flakewarden.reports import junit
+
+    root = ET.Element("testsuites")
+    suite = ET.SubElement(root, "testsuite")
+    for test in run.tests:
+        suite.append(junit._testcase(test)[0])
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8")
+
+
+def test_the_fast_testcases_are_what_elementtree_writes(tmp_path: Path) -> None:
+    """Passed testcases are formatted by hand; every byte must be ElementTree's."""
+    from flakewarden.reports.junit import escape_attribute
+
+    hostile = "a&b<c>d\"e'f\rg\nh\ti\x01j\ud800k\u2028l€"
+    assert ET.tostring(ET.Element("x", {"a": hostile}), encoding="unicode") == (
+        f'<x a="{escape_attribute(hostile)}" />'
+    )
+    run = every_outcome()
+    run.tests += [
+        result(f"tests/{hostile}.py::test_{i}[{hostile}]", Outcome.PASSED, passed(duration=i / 7))
+        for i in range(3)
+    ]
+    run.tests.append(result("tests/test_b.py::test_no_line", Outcome.PASSED, passed(), line=None))
+    run.tests.append(
+        result("tests/test_b.py::test_output", Outcome.PASSED, failed(stdout="x"), passed())
+    )
+    run.tests[-1].attempts[-1].stdout = "printed <&> \x02"
+    written = write(tmp_path, run).read_bytes()
+    suite = written.split(b"</properties>\n", 1)[1].rsplit(b"  </testsuite>", 1)[0]
+    expected = _whole_tree(run).split(b"<testsuite>\n", 1)[1].rsplit(b"  </testsuite>", 1)[0]
+    assert suite == expected
+    assert written.endswith(b"  </testsuite>\n</testsuites>\n")
+    ET.fromstring(written)  # and the whole file parses

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import os
 import sys
 from pathlib import Path
@@ -15,8 +16,7 @@ from flakewarden.config import load as load_config
 from flakewarden.console import one_line
 from flakewarden.errors import UsageError
 from flakewarden.github.fence import output_fence
-from flakewarden.model import ExitCode, Outcome, RunReport
-from flakewarden.reports.report_json import write_reports
+from flakewarden.model import ExitCode, Outcome, RunReport, timings
 from flakewarden.runner.reruns import RunOptions, run_attempts
 
 HELP = "run the tests, rerun only the failed ones in fresh processes, write the reports"
@@ -129,8 +129,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "no test command: put it after --, e.g. flakewarden run -- python -m pytest"
         )
+    # What is loaded now (modules, classes) lives for the whole run: out of the cyclic
+    # collector's sight, its collections (and the one at exit) walk only what the run makes.
+    gc.freeze()
     cwd = Path.cwd()
-    config = load_config(args.config, cwd)
+    with timings.phase("config"):
+        config = load_config(args.config, cwd)
     shown_dir = args.report_dir or Path(config.report_dir)
     report_dir = shown_dir if shown_dir.is_absolute() else cwd / shown_dir
     options = RunOptions(
@@ -147,26 +151,47 @@ def run(args: argparse.Namespace) -> int:
         attempt_timeout=_pick(args.attempt_timeout, config.attempt_timeout),
     )
     on_actions = os.environ.get("GITHUB_ACTIONS") == "true"
+    local_git: list[tuple[str, str]] = []
+
+    def beside_first_attempt() -> None:
+        _import_report_writers()
+        if not on_actions:  # a laptop's branch and commit, read while the tests run
+            from flakewarden.history.context import git_branch_and_commit
+
+            local_git.append(git_branch_and_commit(cwd))
+
+    options = dataclasses.replace(options, while_first_runs=beside_first_attempt)
     sys.stdout.flush()
     # The tests' output is data: nothing it prints may act as a workflow command.
     with output_fence(options.echo, active=on_actions) as echo:
         report = run_attempts(dataclasses.replace(options, echo=echo), say)
     from flakewarden.history.context import collect_context
+    from flakewarden.reports.report_json import write_reports
 
-    report.context = collect_context(
-        os.environ,
-        started_at=report.started_at,
-        version=report.version,
-        job_name=args.job_name or "",
-        cwd=options.cwd,
-    )
+    with timings.phase("run context"):
+        report.context = collect_context(
+            os.environ,
+            started_at=report.started_at,
+            version=report.version,
+            job_name=args.job_name or "",
+            cwd=None if local_git else cwd,
+            git=local_git[0] if local_git else None,
+        )
+
     write_reports(report, report_dir, artifact_name=args.artifact_name)
-    console_summary(report, shown_dir)
+    with timings.phase("console summary"):
+        console_summary(report, shown_dir)
     if on_actions:
-        from flakewarden.github import gha
+        with timings.phase("github actions"):
+            from flakewarden.github import gha
 
-        gha.publish(report, report_dir, artifact_name=args.artifact_name)
+            gha.publish(report, report_dir, artifact_name=args.artifact_name)
     return report.exit_code
+
+
+def _import_report_writers() -> None:
+    """Import the report writers (JUnit, XML, Markdown): run beside attempt 1's pytest."""
+    import flakewarden.reports.report_json  # noqa: F401
 
 
 def quarantined_set(args: argparse.Namespace, deadline: float = 15.0) -> frozenset[str]:

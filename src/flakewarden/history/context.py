@@ -91,14 +91,15 @@ def collect_context(
     version: str,
     job_name: str = "",
     cwd: Optional[Path] = None,
+    git: Optional[tuple[str, str]] = None,
 ) -> RunContext:
     """The run's context: GitHub's coordinates when running in GitHub Actions, and always
     the start time, OS, Python and flakewarden version.
 
     The matrix name is ``job_name`` when given (``--job-name``), else
     ``FLAKEWARDEN_JOB_NAME``, else built from ``FLAKEWARDEN_MATRIX`` (the action sets it
-    to ``toJSON(matrix)``). Outside GitHub Actions, the branch and commit are git's in
-    ``cwd`` when given.
+    to ``toJSON(matrix)``). Outside GitHub Actions, the branch and commit are ``git``
+    when given (read earlier by ``git_branch_and_commit``), else git's in ``cwd``.
     """
     name = (
         job_name
@@ -113,10 +114,11 @@ def collect_context(
         job_name=name,
     )
     if environ.get("GITHUB_ACTIONS") != "true":
-        if cwd is None:
+        if git is None and cwd is not None:
+            git = git_branch_and_commit(cwd)
+        if git is None:
             return local
-        branch, commit = git_branch_and_commit(cwd)
-        return dataclasses.replace(local, branch=branch, commit=commit)
+        return dataclasses.replace(local, branch=git[0], commit=git[1])
     event = _value(environ, "GITHUB_EVENT_NAME")
     pull = _PULL_REF.fullmatch(_value(environ, "GITHUB_REF"))
     if event in PULL_REQUEST_EVENTS or pull:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import hashlib
 
 SCHEMA_VERSION = 1
 
@@ -16,6 +15,8 @@ def id_key(test_id: str) -> str:
     """The key a test is known by across runs: its id, or ``sha256:<hex>`` of a long id."""
     if len(test_id) <= LONG_ID_LIMIT:
         return test_id
+    import hashlib  # here: only long ids need it, and importing it costs a run's start-up
+
     return "sha256:" + hashlib.sha256(test_id.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -58,4 +59,11 @@ class AttemptOutcome(str, enum.Enum):
 
     @property
     def is_failure(self) -> bool:
-        return self in (AttemptOutcome.FAILED, AttemptOutcome.ERROR, AttemptOutcome.CRASHED)
+        # By value: a tuple of str is searched in C, a tuple of members through Enum's ==.
+        return self._value_ in _FAILURE_VALUES
+
+
+_FAILURE_VALUES = tuple(
+    outcome.value
+    for outcome in (AttemptOutcome.FAILED, AttemptOutcome.ERROR, AttemptOutcome.CRASHED)
+)

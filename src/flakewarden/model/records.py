@@ -48,17 +48,28 @@ class TestRecord:
         """
         if self.crash:
             return AttemptOutcome.CRASHED
-        by_when = {p.when: p for p in self.phases}
-        call = by_when.get("call")
-        for when in ("setup", "teardown"):
-            phase = by_when.get(when)
-            if phase is not None and phase.outcome in FAILED_PHASE_OUTCOMES:
+        # One pass, the last phase of each kind winning (read for every test, often).
+        setup: Optional[PhaseRecord] = None
+        call: Optional[PhaseRecord] = None
+        teardown: Optional[PhaseRecord] = None
+        skipped = False
+        for phase in self.phases:
+            when = phase.when
+            if when == "call":
+                call = phase
+            elif when == "setup":
+                setup = phase
+            elif when == "teardown":
+                teardown = phase
+            skipped = skipped or phase.outcome == "skipped"
+        for edge in (setup, teardown):
+            if edge is not None and edge.outcome in FAILED_PHASE_OUTCOMES:
                 return AttemptOutcome.ERROR
         if call is not None and call.outcome in FAILED_PHASE_OUTCOMES:
             return AttemptOutcome.FAILED
-        if any(sub.failed for sub in self.subtests):
+        if self.subtests and any(sub.failed for sub in self.subtests):
             return AttemptOutcome.FAILED
-        if any(p.outcome == "skipped" for p in self.phases):
+        if skipped:
             return AttemptOutcome.SKIPPED
         if call is None:
             # Setup never got to call: treat a missing call as an error.
@@ -86,13 +97,14 @@ class TestRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TestRecord:
+        # Positional: this runs for every phase of every test a run reads.
         phases = [
             PhaseRecord(
-                when=str(p["when"]),
-                outcome=str(p["outcome"]),
-                duration=float(p.get("duration", 0.0)),
-                longrepr=str(p.get("longrepr") or ""),
-                wasxfail=bool(p.get("wasxfail", False)),
+                str(p["when"]),
+                str(p["outcome"]),
+                float(p.get("duration", 0.0)),
+                str(p.get("longrepr") or ""),
+                bool(p.get("wasxfail", False)),
             )
             for p in data["phases"]
         ]

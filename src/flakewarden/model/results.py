@@ -34,15 +34,18 @@ class AttemptResult:
 
     @classmethod
     def from_record(cls, attempt: int, record: TestRecord) -> AttemptResult:
-        longrepr = record.longrepr
         outcome = record.outcome
+        failed = outcome.is_failure
+        # Each derived property walks the phases and subtests: read each once.
+        failed_phase = record.failed_phase
+        longrepr = record.longrepr if failed else ""
         message = ""
         if record.crash:
             message = record.crash
-        elif outcome.is_failure:
+        elif failed:
             message = first_line(longrepr)
-            own = [p for p in record.phases if p.when == record.failed_phase]
-            if record.failed_phase == "call" and any(s.failed for s in record.subtests):
+            own = [p for p in record.phases if p.when == failed_phase]
+            if failed_phase == "call" and any(s.failed for s in record.subtests):
                 # Name the subtest, not pytest's "contains 1 failed subtest".
                 message = failure_message(record.subtests)
             elif not longrepr and record.unfinished:
@@ -56,9 +59,9 @@ class AttemptResult:
             attempt=attempt,
             outcome=outcome,
             duration=record.duration,
-            phase=record.failed_phase,
+            phase=failed_phase,
             message=message,
-            longrepr=longrepr if record.outcome.is_failure else "",
+            longrepr=longrepr if failed else "",
             stdout=record.stdout,
             stderr=record.stderr,
             subtests=list(record.subtests),

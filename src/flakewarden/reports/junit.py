@@ -53,6 +53,7 @@ QUARANTINED_PREFIX = "quarantined:"
 
 # XML 1.0 Char production; everything else cannot appear in a document, even escaped.
 _ILLEGAL_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_PY_SUFFIX = re.compile(r"\.py$")
 _EXCEPTION_NAME = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
 
 
@@ -71,7 +72,7 @@ def split_node_id(node_id: str) -> tuple[str, str]:
     """
     path, bracket, params = node_id.partition("[")
     names = path.split("::")
-    names[0] = re.sub(r"\.py$", "", names[0].replace("/", ".").replace("\\", "."))
+    names[0] = _PY_SUFFIX.sub("", names[0].replace("/", ".").replace("\\", "."))
     names[-1] += bracket + params
     if len(names) == 1:
         return "", names[0]
@@ -80,10 +81,10 @@ def split_node_id(node_id: str) -> tuple[str, str]:
 
 def write_junit(report: RunReport, path: Path) -> None:
     """Write ``report`` as one JUnit XML file, atomically (a reader never sees half a file)."""
-    cases: list[ET.Element] = []
+    cases: list[str] = []
     counts = {"failure": 0, "error": 0, "skipped": 0}
     for test in report.tests:
-        case, final = _testcase(test)
+        case, final = _testcase_xml(test)
         cases.append(case)
         if final:
             counts[final] += 1
@@ -108,33 +109,88 @@ def write_junit(report: RunReport, path: Path) -> None:
         ("flakewarden.quarantined", str(summary.quarantined)),
     ):
         ET.SubElement(properties, "property", {"name": name, "value": xml_safe(value)})
-    suite.extend(cases)
+    # The document around the testcases, serialised by ElementTree with a stand-in
+    # where they go; each testcase is serialised on its own (see _testcase_xml).
+    ET.SubElement(suite, _CASES)
     ET.indent(root)
+    frame = ET.tostring(root, encoding="unicode")
+    head, tail = frame.split(f"{_INDENT * 2}<{_CASES} />\n", 1)
+    document = "".join(("<?xml version='1.0' encoding='utf-8'?>\n", head, *cases, tail, "\n"))
 
     path = Path(path)
     partial = path.with_name(path.name + ".partial")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(partial, "wb") as stream:
-            ET.ElementTree(root).write(stream, encoding="utf-8", xml_declaration=True)
-            stream.write(b"\n")
+            stream.write(document.encode("utf-8", "xmlcharrefreplace"))
         os.replace(partial, path)
     except OSError as exc:
         raise ReportError(f"cannot write the JUnit report {path}: {exc.strerror or exc}") from exc
 
 
+_CASES = "flakewarden-testcases"  # the stand-in; never in a written file
+_INDENT = "  "
+
+
+def _testcase_xml(test: TestResult) -> tuple[str, str]:
+    """One indented ``<testcase>`` line (or lines), and which total it counts in.
+
+    A passed test with no captured output, most of any suite, is a lone element: it is
+    formatted here, escaped as ElementTree escapes attributes, instead of built as an
+    element and serialised (that took most of the time of writing a big suite's file).
+    Everything else goes through ElementTree.
+    """
+    final_attempt = test.attempts[-1] if test.attempts else None
+    if (
+        test.outcome is Outcome.PASSED
+        and final_attempt is not None
+        and not final_attempt.stdout
+        and not final_attempt.stderr
+    ):
+        attrs = " ".join(f'{key}="{escape_attribute(value)}"' for key, value in _attrs(test))
+        return f"{_INDENT * 2}<testcase {attrs} />\n", ""
+    case, final = _testcase(test)
+    ET.indent(case, space=_INDENT, level=2)
+    return f"{_INDENT * 2}{ET.tostring(case, encoding='unicode')}\n", final
+
+
+def escape_attribute(text: str) -> str:
+    """An attribute value as ElementTree writes it (``&<>"``, CR, LF and tab escaped)."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    if '"' in text:
+        text = text.replace('"', "&quot;")
+    if "\r" in text:
+        text = text.replace("\r", "&#13;")
+    if "\n" in text:
+        text = text.replace("\n", "&#10;")
+    if "\t" in text:
+        text = text.replace("\t", "&#09;")
+    return text
+
+
+def _attrs(test: TestResult) -> list[tuple[str, str]]:
+    """The ``<testcase>`` attributes, in the order they are written."""
+    classname, name = split_node_id(test.id)
+    attrs = [("classname", xml_safe(classname)), ("name", xml_safe(name))]
+    if test.file:
+        attrs.append(("file", xml_safe(test.file)))
+    if test.line is not None:
+        attrs.append(("line", str(test.line)))
+    final_attempt = test.attempts[-1] if test.attempts else None
+    attrs.append(("time", f"{final_attempt.duration if final_attempt else 0.0:.3f}"))
+    attrs.append(("nodeid", xml_safe(test.id)))
+    return attrs
+
+
 def _testcase(test: TestResult) -> tuple[ET.Element, str]:
     """The ``<testcase>`` for one test, and which total it counts in ("" for none)."""
-    classname, name = split_node_id(test.id)
-    attrs = {"classname": xml_safe(classname), "name": xml_safe(name)}
-    if test.file:
-        attrs["file"] = xml_safe(test.file)
-    if test.line is not None:
-        attrs["line"] = str(test.line)
+    case = ET.Element("testcase", dict(_attrs(test)))
     final_attempt = test.attempts[-1] if test.attempts else None
-    attrs["time"] = f"{final_attempt.duration if final_attempt else 0.0:.3f}"
-    attrs["nodeid"] = xml_safe(test.id)
-    case = ET.Element("testcase", attrs)
     failures = test.failures
     output: Optional[AttemptResult] = final_attempt
     final = ""

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.errors import ReportError, ReportMissing
-from flakewarden.model import RunReport
+from flakewarden.model import RunReport, timings
 from flakewarden.reports.junit import write_junit
 from flakewarden.reports.report_dir import SENTINEL, claim_directory, record_written
 from flakewarden.reports.summary import render_summary
@@ -18,6 +18,9 @@ REPORT_JSON = "report.json"
 RERUN_REPORT = "rerun-report.txt"
 JUNIT_XML = "junit.xml"
 SUMMARY_MD = "summary.md"
+
+# One encoder for every item: ``json.dumps`` with options builds a new one per call.
+_encode = json.JSONEncoder(ensure_ascii=False).encode
 
 __all__ = [
     "SENTINEL",
@@ -54,10 +57,10 @@ def report_json(data: dict[str, Any]) -> str:
     lines = []
     for key, value in data.items():
         if isinstance(value, list) and value and isinstance(value[0], dict):
-            items = ",\n    ".join(json.dumps(item, ensure_ascii=False) for item in value)
+            items = ",\n    ".join(map(_encode, value))
             lines.append(f"  {json.dumps(key)}: [\n    {items}\n  ]")
         else:
-            lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+            lines.append(f"  {json.dumps(key)}: {_encode(value)}")
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
@@ -73,13 +76,17 @@ def rerun_report(report: RunReport) -> str:
 def write_reports(report: RunReport, report_dir: Path, artifact_name: Optional[str] = None) -> None:
     """Write report.json, rerun-report.txt, junit.xml and summary.md into ``report_dir``."""
     try:
-        write_text_atomic(report_dir / REPORT_JSON, report_json(report.to_json()))
-        write_text_atomic(report_dir / RERUN_REPORT, rerun_report(report))
-        write_junit(report, report_dir / JUNIT_XML)
-        write_text_atomic(
-            report_dir / SUMMARY_MD, render_summary(report, artifact_name=artifact_name)
-        )
-        record_written(report_dir)
+        with timings.phase("report.json"):
+            write_text_atomic(report_dir / REPORT_JSON, report_json(report.to_json()))
+        with timings.phase("rerun-report.txt"):
+            write_text_atomic(report_dir / RERUN_REPORT, rerun_report(report))
+        with timings.phase("junit.xml"):
+            write_junit(report, report_dir / JUNIT_XML)
+        with timings.phase("summary.md"):
+            summary = render_summary(report, artifact_name=artifact_name)
+            write_text_atomic(report_dir / SUMMARY_MD, summary)
+        with timings.phase("manifest"):
+            record_written(report_dir)
     except OSError as exc:
         raise ReportError(f"cannot write the report in {report_dir}: {exc.strerror}") from exc
 

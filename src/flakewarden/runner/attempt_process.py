@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 from typing import IO, Callable, NamedTuple, Optional
 
+from flakewarden.model import timings
 from flakewarden.runner.process import ChildResult, plugin_env, run_child
-from flakewarden.runner.results import ProcessResults, read_results
+from flakewarden.runner.results import ProcessResults, RecordFollower
 
 
 class Part(NamedTuple):
@@ -36,6 +37,8 @@ class PartRunner:
     timeout: Optional[float]  # seconds each process may run (--attempt-timeout)
     measure: bool
     on_results: Callable[[ProcessResults], None]  # called even when interrupted
+    # Called once, beside the first process (run_child's while_running), then dropped.
+    while_running: Optional[Callable[[], object]] = None
 
     def __call__(self, where: Path, command: list[str], select: Optional[list[str]]) -> Part:
         where.mkdir(parents=True, exist_ok=True)
@@ -52,6 +55,7 @@ class PartRunner:
             extra = coverage_merge.attempt_env(where)
         env = plugin_env(self.plugin, results_file, select=select_file, extra=extra)
         child: Optional[ChildResult] = None
+        follower = RecordFollower(results_file)
         try:
             child = run_child(
                 command,
@@ -60,9 +64,13 @@ class PartRunner:
                 log=where / "output.log",
                 echo=self.echo,
                 timeout=self.timeout,
+                while_running=self.while_running,
             )
+            self.while_running = None
         finally:
-            results = read_results(results_file)
+            with timings.phase("read records", tests=0) as timed:
+                results = follower.stop()
+                timed["tests"] = len(results.tests)
             if child is not None and child.timed_out:
                 _blame_the_timeout(results)
             self.on_results(results)

@@ -19,6 +19,7 @@ import signal
 import sys
 import time
 from collections.abc import Collection
+from typing import Optional
 
 PR_SET_CHILD_SUBREAPER = 36
 #: Rounds of kill-and-reap: each round ends the orphans the last one re-parented.
@@ -44,7 +45,14 @@ def adopt_orphans() -> bool:
 
 
 def children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid``, zombies included, from ``/proc``."""
+    """The processes whose parent is ``pid``, zombies included, from ``/proc``.
+
+    Each thread's ``children`` file names them at once; where the kernel has no such
+    file, every process's ``stat`` is read instead (milliseconds on a busy machine).
+    """
+    listed = _listed_children(pid)
+    if listed is not None:
+        return listed
     found = []
     try:
         entries = os.listdir("/proc")
@@ -62,6 +70,24 @@ def children(pid: int) -> list[int]:
         fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) > 1 and int(fields[1]) == pid:
             found.append(int(entry))
+    return found
+
+
+def _listed_children(pid: int) -> Optional[list[int]]:
+    """From ``/proc/PID/task/*/children``; None when the kernel does not provide them."""
+    if not os.path.exists(f"/proc/{pid}/task/{pid}/children"):
+        return None
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    found: list[int] = []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as stream:
+                found.extend(int(child) for child in stream.read().split())
+        except OSError:
+            continue  # the thread ended meanwhile
     return found
 
 

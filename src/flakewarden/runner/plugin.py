@@ -16,7 +16,8 @@ variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
   in that order (stress replays a recorded order to find a polluter).
 
 Records (one JSON object per line, ``kind`` says which):
-``config`` (rootdir, invocation args, positional args), ``collected`` (the node
+``config`` (rootdir, invocation args, positional args; ``loaded`` and ``time``: when
+pytest imported this module and when it configured), ``collected`` (the node
 ids the session is to run, in order), ``start`` (a test is about to run),
 ``test`` (one per test and iteration, with each phase and its subtests),
 ``collect_error``, ``pytest_stats`` (what pytest's own terminal summary
@@ -49,6 +50,7 @@ OWNER_VARIABLE = "FLAKEWARDEN_OWNER_PID"
 # One encoder for every record: json.dumps with options builds a new one per call.
 _encode = json.JSONEncoder(ensure_ascii=False).encode
 _string = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept
+_LOADED = time.time()  # pytest imported us: its own start-up is over by then
 
 
 def _clip(text: str) -> str:
@@ -252,7 +254,7 @@ def _record_collected(ids: list[str]) -> None:
     global _collected
     if _plugin is not None and not _collected:
         _collected = True
-        _plugin.write({"kind": "collected", "ids": ids})
+        _plugin.write({"kind": "collected", "ids": ids, "time": time.time()})
 
 
 def _claim(config: Any) -> bool:
@@ -302,6 +304,9 @@ def pytest_configure(config: Any) -> None:
             "xdist": bool(getattr(option, "numprocesses", None)),
             "randomly_seed": getattr(option, "randomly_seed", None),
             "pid": os.getpid(),
+            # When pytest imported us and configured its plugins: the start-up split.
+            "loaded": _LOADED,
+            "time": time.time(),
         }
     )
 
@@ -420,6 +425,7 @@ def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
             "exitstatus": int(exitstatus),
             "testscollected": int(getattr(session, "testscollected", 0) or 0),
             "testsfailed": int(getattr(session, "testsfailed", 0) or 0),
+            "time": time.time(),
         }
     )
 

@@ -16,11 +16,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, NamedTuple, Optional, Union
 
 from flakewarden.errors import UsageError
+from flakewarden.model import timings
 from flakewarden.runner import leftovers
 
 PLUGIN_MODULE = "flakewarden_pytest_plugin"
@@ -95,6 +96,7 @@ def plugin_env(
     env.pop("FLAKEWARDEN_OWNER_PID", None)
     env.pop("FLAKEWARDEN_GITHUB_TOKEN", None)  # ours alone, never the tests'
     env.pop("FLAKEWARDEN_SELECT", None)
+    env.pop(timings.ENV, None)  # a flakewarden the tests run must not overwrite ours
     if select is not None:
         env["FLAKEWARDEN_SELECT"] = str(select)
     env.setdefault("PYTHONIOENCODING", "utf-8")
@@ -154,8 +156,12 @@ def run_child(
     log: Path,
     echo: Optional[IO[bytes]] = None,
     timeout: Optional[float] = None,
+    while_running: Optional[Callable[[], object]] = None,
 ) -> ChildResult:
     """Run ``command`` in a new process group, teeing its output to ``log`` (and ``echo``).
+
+    ``while_running`` is called once the child has started, before waiting for it: work
+    done there (importing what comes after the tests) overlaps the child's own start-up.
 
     SIGINT and SIGTERM received meanwhile stop the whole group (TERM, then KILL
     after a grace period) and raise ``Interrupted`` once the child is gone. A
@@ -165,8 +171,9 @@ def run_child(
     started = time.monotonic()
     received: list[int] = []
     leftovers.adopt_orphans()
-    with open(log, "wb") as log_stream:
+    with open(log, "wb") as log_stream, timings.phase("child", log=str(log)) as timed:
         child = spawn(command, cwd=cwd, env=env, stdout=subprocess.PIPE)
+        timed["spawned"] = time.time()
 
         killer = threading.Timer(TERMINATE_GRACE_SECONDS, stop_group, (child.pid, signal.SIGKILL))
         killer.daemon = True
@@ -188,6 +195,8 @@ def run_child(
         pump.start()
         timed_out = False
         try:
+            if while_running is not None:
+                _overlap(while_running)
             # Signals interrupt the wait, run the handler, and the wait resumes.
             try:
                 exit_code = child.wait(timeout=timeout)
@@ -196,13 +205,15 @@ def run_child(
                 stop()
                 exit_code = child.wait()
         finally:
+            timed["exited"] = time.time()
             killer.cancel()
             _restore_handlers(previous)
             # Whatever the child left behind goes too: its group, and (Linux) every
             # process that detached from it. The pipe keeps what they wrote.
-            stop_group(child.pid, signal.SIGKILL)
-            ended = leftovers.end_orphans(exclude={child.pid})
-            pump.join(timeout=10)
+            with timings.phase("end leftovers"):
+                stop_group(child.pid, signal.SIGKILL)
+                ended = leftovers.end_orphans(exclude={child.pid})
+                pump.join(timeout=10)
             if ended:
                 log_stream.write(
                     f"\n[flakewarden] ended {ended} process(es) the command left running\n".encode()
@@ -211,6 +222,12 @@ def run_child(
     if received:
         raise Interrupted(received[0])
     return ChildResult(exit_code, duration, False, timed_out)
+
+
+def _overlap(work: Callable[[], object]) -> None:
+    """Run ``work`` beside the child; a failure here resurfaces where its result is used."""
+    with timings.phase("overlapped with the child"), contextlib.suppress(Exception):
+        work()
 
 
 def stop_group(pid: int, signum: int) -> None:

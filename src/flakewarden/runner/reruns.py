@@ -23,15 +23,15 @@ from typing import IO, Any, Callable, Optional
 
 from flakewarden import __version__
 from flakewarden.console import plural
-from flakewarden.model import Attempt, ExitCode, RunReport, TestRecord, first_line
-from flakewarden.reports.report_json import claim_directory
+from flakewarden.model import Attempt, ExitCode, RunReport, TestRecord, first_line, timings
+from flakewarden.reports.report_dir import claim_directory
 from flakewarden.runner import consistency, pytest_args
 from flakewarden.runner.attempt_process import PartRunner
 from flakewarden.runner.coverage_run import coverage_command, merge_coverage
 from flakewarden.runner.crashes import continue_attempt, finished, worker_crashes
 from flakewarden.runner.folding import exit_code, fold
 from flakewarden.runner.process import Interrupted, plugin_dir, resolve_executable
-from flakewarden.runner.results import ProcessResults
+from flakewarden.runner.results import ProcessResults, gc_paused
 from flakewarden.runner.sessions import judge_session
 
 
@@ -48,6 +48,9 @@ class RunOptions:
     quarantined: frozenset[str] = frozenset()
     echo: Optional[IO[bytes]] = None  # where the children's output is shown
     attempt_timeout: Optional[float] = None  # seconds each test process may run
+    # Called once attempt 1's process has started: the caller imports what it needs after
+    # the tests (the report writers) while pytest starts, not after it exits.
+    while_first_runs: Optional[Callable[[], object]] = None
 
 
 Say = Callable[[str], None]
@@ -105,7 +108,8 @@ def run_attempts(options: RunOptions, say: Say) -> RunReport:
     """Run the attempts, fold them into a ``RunReport`` (not yet written)."""
     started_at, started = now_iso(), time.monotonic()
     resolve_executable(options.command, options.cwd)
-    claim_directory(options.report_dir, REPORT_FILES)
+    with timings.phase("claim report dir"):
+        claim_directory(options.report_dir, REPORT_FILES)
     state = _State()
 
     command = list(options.command)
@@ -136,7 +140,8 @@ def run_attempts(options: RunOptions, say: Say) -> RunReport:
             state.problems.append(f"interrupted by {exc}{running}: the report shows what ran")
             say(f"interrupted by {exc}; writing the report of what ran")
 
-    tests = fold(state.order, state.records, options.quarantined)
+    with timings.phase("fold"), gc_paused():
+        tests = fold(state.order, state.records, options.quarantined)
     report = RunReport(
         command=list(options.command),
         rootdir=state.rootdir or str(options.cwd),
@@ -156,13 +161,14 @@ def run_attempts(options: RunOptions, say: Say) -> RunReport:
         quarantine_known=sorted(options.quarantined),
     )
     if measure and state.attempts:
-        report.coverage = merge_coverage(
-            state.attempts,
-            options.report_dir,
-            command=options.command,
-            cwd=options.cwd,
-            fail_under=fail_under,
-        )
+        with timings.phase("coverage merge"):
+            report.coverage = merge_coverage(
+                state.attempts,
+                options.report_dir,
+                command=options.command,
+                cwd=options.cwd,
+                fail_under=fail_under,
+            )
     report.exit_code = exit_code(
         report,
         ended_with=state.exit_code,
@@ -265,7 +271,13 @@ def _attempt(
         ]
 
     run_part = PartRunner(
-        plugin, options.cwd, options.echo, options.attempt_timeout, measure, on_results
+        plugin,
+        options.cwd,
+        options.echo,
+        options.attempt_timeout,
+        measure,
+        on_results,
+        while_running=options.while_first_runs if number == 1 else None,
     )
     first = run_part(directory, command, select)
     for line in worker_crashes(first, number, options.report_dir):

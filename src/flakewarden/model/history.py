@@ -8,7 +8,6 @@ per test, and the scores are computed from those alone.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from typing import Any, Optional
 
 from flakewarden.model.outcomes import Outcome
@@ -101,6 +100,8 @@ def run_key(context: RunContext, command: list[str], rootdir: str) -> str:
             f"github:{context.repository}/{context.run_id}/{context.run_attempt or 1}"
             f"/{context.job}/{context.job_name}@{context.started_at}"
         )
+    import hashlib  # here: the run's own path never needs it (measured in its start-up)
+
     digest = hashlib.sha256("\0".join([rootdir, *command]).encode("utf-8", "surrogatepass"))
     return f"local:{context.started_at}/{digest.hexdigest()[:16]}"
 
@@ -139,7 +140,5 @@ class HistoryEntry:
     attempt_outcomes: str = ""  # one letter per attempt: p f e s c (see history/schema.py)
 
 
-# -- scores ----------------------------------------------------------------------
-# ``TestScore`` (a test's figures over a window) lives in ``model/scores.py`` with the
-# figures and window it is made of; it is part of this vocabulary too.
-from flakewarden.model.scores import TestScore as TestScore  # noqa: E402
+# ``TestScore`` (a test's figures over a window) is in ``model/scores.py`` with the figures
+# and the window it is made of: imported from there, so a run's start-up never loads it.

@@ -361,11 +361,33 @@ def pytest_runtest_protocol(item: Any, nextitem: Any) -> Optional[bool]:
     for iteration in range(repeat):
         ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         last = iteration == repeat - 1
-        # Tear everything down between iterations so each one sets up afresh,
-        # while the process (imports, caches, threads) stays warm.
-        runtestprotocol(item, log=True, nextitem=nextitem if last else None)
+        # As with pytest-repeat: the item itself runs next, so pytest keeps the class,
+        # module and session fixtures it needs again (a pool, a server started once);
+        # ``pytest_runtest_teardown`` below still ends its function-scoped ones.
+        runtestprotocol(item, log=True, nextitem=nextitem if last else item)
         ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
+
+
+class _Parents:
+    """Stands for a next item that shares every collector of ``item`` but not ``item``."""
+
+    def __init__(self, item: Any) -> None:
+        self.chain: list[Any] = list(item.listchain()[:-1])
+
+    def listchain(self) -> list[Any]:
+        return self.chain
+
+
+def pytest_runtest_teardown(item: Any, nextitem: Any) -> None:
+    """Between in-process repeats, end the test's own (function-scoped) fixtures.
+
+    pytest tears down only what the next item does not share; when the next
+    item is this one again, that is nothing, and its function-scoped fixtures
+    would carry over into the next repeat. Everything wider stays set up.
+    """
+    if _active and nextitem is item:
+        item.session._setupstate.teardown_exact(_Parents(item))
 
 
 def pytest_collection_finish(session: Any) -> None:

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, NamedTuple, Optional, Union
+from typing import IO, Any, NamedTuple, Optional, Union
 
 from flakewarden.errors import UsageError
 from flakewarden.model import timings
@@ -129,9 +129,19 @@ def _copy_stream(source: IO[bytes], sinks: Sequence[IO[bytes]]) -> None:
 
 
 def spawn(
-    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], stdout: Union[int, IO[bytes]]
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    stdout: Union[int, IO[bytes]],
+    session: bool = True,
 ) -> subprocess.Popen[bytes]:
-    """Start ``command`` as the leader of a new process group, output and errors together."""
+    """Start ``command`` as the leader of a new process group, output and errors together.
+
+    The group is also a new session unless ``session`` is false: then it stays in
+    ours, where Linux's autogroup scheduler has it share the CPU with whatever
+    else runs in our session (stress's burners) instead of getting a share of its own.
+    """
     try:
         return subprocess.Popen(
             list(command),
@@ -140,12 +150,20 @@ def spawn(
             stdout=stdout,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            start_new_session=True,
+            start_new_session=session,
+            **({} if session else new_group()),
         )
     except FileNotFoundError as exc:
         raise UsageError(f"command not found: {command[0]}") from exc
     except PermissionError as exc:
         raise UsageError(f"command is not executable: {command[0]}") from exc
+
+
+def new_group() -> dict[str, Any]:
+    """``Popen`` options that make the child lead a new process group in our session."""
+    if sys.version_info >= (3, 11):
+        return {"process_group": 0}
+    return {"preexec_fn": os.setpgrp}  # pragma: no cover - Python < 3.11
 
 
 def run_child(

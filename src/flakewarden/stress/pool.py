@@ -4,6 +4,12 @@
 time and must stop all of them (and the burners) on Ctrl-C, SIGTERM or a hung
 test. Each child gets its own process group, as in ``process.py``, so a test
 that spawns helpers is stopped whole.
+
+Children and burners alike stay in flakewarden's session, each in a process
+group of its own. Linux's autogroup scheduler (``sched_autogroup_enabled``, on
+by default on desktop and Ubuntu kernels) shares the CPU between sessions: a
+burner or a test in a session of its own would get a share apart, and the
+burners would barely slow the test they are meant to load.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Optional
 
-from flakewarden.runner.process import Interrupted, spawn, stop_group
+from flakewarden.runner.process import Interrupted, new_group, spawn, stop_group
 
 POLL_SECONDS = 0.02
 # Spins one core until its parent is gone: a stress run that is killed outright
@@ -77,7 +83,7 @@ def _spawn(
     command: Sequence[str], cwd: Path, env: Mapping[str, str], log: Path
 ) -> subprocess.Popen[bytes]:
     with open(log, "wb") as stream:
-        return spawn(command, cwd=cwd, env=env, stdout=stream)
+        return spawn(command, cwd=cwd, env=env, stdout=stream, session=False)
 
 
 @contextlib.contextmanager
@@ -89,7 +95,7 @@ def burners(count: int) -> Iterator[None]:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            start_new_session=True,
+            **new_group(),
         )
         for _ in range(count)
     ]

@@ -1,0 +1,62 @@
+"""The timing phase starts no round that cannot end within ``--budget-seconds``.
+
+The stress run's clock is replaced by one that advances a fixed 30 s per batch
+of processes, so what the budget allows is exact; the processes themselves are
+real pytest runs of a real (passing) test. Only the probe and the timing phase
+run (the phase under test), to keep the processes few.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from flakewarden.runner.process import plugin_dir
+from flakewarden.stress.engine import Stress, StressOptions
+from flakewarden.stress.runs import Job, JobResult
+from flakewarden.stress.timing import timing_phase
+from flakewarden.stress.verdict import Arm
+
+STEP = 30.0  # simulated seconds per batch: a timing round is three batches, 90 s
+
+
+class SteppedClock(Stress):
+    def __init__(self, options: StressOptions) -> None:
+        super().__init__(options, lambda line: None)
+        self.clock = 0.0
+
+    def elapsed(self) -> float:
+        return self.clock
+
+    def run_jobs(self, jobs: Sequence[Job], parallel: int, burn: int = 0) -> list[JobResult]:
+        results = super().run_jobs(jobs, parallel, burn)
+        self.clock += STEP
+        return results
+
+
+def test_a_round_that_would_end_past_the_budget_is_not_started(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    (project / "test_ok.py").write_text("def test_ok():\n    pass\n", encoding="utf-8")
+    options = StressOptions(
+        test_id="test_ok.py::test_ok",
+        command=[sys.executable, "-m", "pytest", "-p", "no:randomly"],
+        cwd=project,
+        report_dir=tmp_path / "report",
+        runs=60,  # 3 rounds of 20 runs planned
+        budget_seconds=150.0,
+    )
+    stress = SteppedClock(options)
+    with plugin_dir() as plugin:
+        stress.plugin = plugin
+        assert stress._probe() is None
+        verdict = timing_phase(stress, Arm("isolation", "baseline"))
+    # The probe: 30 s; a round: 90 s. After one round (120 s) a second would end at
+    # 210 s, past the budget; checking only for a spent budget started it.
+    assert verdict.verdict == "not-reproducible"
+    assert verdict.statistics["looks_planned"] == 3
+    assert verdict.statistics["looks_taken"] == 1
+    assert stress.clock <= options.budget_seconds
+    assert any("another would not fit" in note for note in verdict.notes), verdict.notes

@@ -423,7 +423,9 @@ def test_failing_without_pytest_randomly_but_passing_under_some_seeds_is_seed_de
     assert bad["failures"] == bad["runs"] > 0
 
 
-def test_deterministic_failure_is_decided_within_ten_runs(tmp_path: Path) -> None:
+def test_deterministic_failure_is_decided_by_ten_fresh_runs_and_ten_repeats(
+    tmp_path: Path,
+) -> None:
     project = make_project(
         tmp_path / "broken",
         {
@@ -442,7 +444,10 @@ def test_deterministic_failure_is_decided_within_ten_runs(tmp_path: Path) -> Non
     assert result.returncode == 0, result.stderr
     assert data["verdict"] == "deterministic"
     assert data["quarantine_allowed"] is False
-    assert data["runs"] == data["failures"] == 10
+    # 10 fresh processes, then 2 processes x 5 in-process runs: every one failed.
+    assert data["runs"] == data["failures"] == 20
+    assert arm(data, "isolation", "in-process")["failures"] == 10
+    assert "all 8 in-process repeats failed too" in data["reason"]
     traceback = data["first_failure"]["traceback"]
     # --tb=long: the whole test function's source, not just the failing line.
     assert "def test_add():" in traceback and "assert 0 == 2" in traceback

@@ -12,6 +12,8 @@ import pytest
 from github_emulator import GitHubEmulator
 
 from flakewarden.github.api import GitHubClient
+from flakewarden.github.flake_issues import LABEL, title_for
+from flakewarden.github.marker import format_marker, read_marker
 from flakewarden.model import Attempt, AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult
 
 
@@ -153,3 +155,32 @@ def emulator_env(
     else:
         monkeypatch.delenv("GITHUB_TOKEN", raising=False)
         monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")
+
+
+def seed_issue(
+    emu: GitHubEmulator,
+    marker: dict[str, Any],
+    *,
+    labels: tuple[str, ...] = (LABEL,),
+    assignees: tuple[str, ...] = (),
+    notes: str = "",
+) -> int:
+    """An open flake issue for ``marker["id"]`` with that marker, as flakewarden files it."""
+    issue = emu.add_issue(title_for(marker["id"]), format_marker(marker) + "\n" + notes, labels)
+    for login in assignees:
+        issue["assignees"].append({**issue["user"], "login": login})
+    return int(issue["number"])
+
+
+def issue_marker(emu: GitHubEmulator, number: int) -> dict[str, Any]:
+    marker = read_marker(emu.issues[number]["body"])
+    assert marker is not None
+    return marker
+
+
+def issue_labels(emu: GitHubEmulator, number: int) -> list[str]:
+    return [lb["name"] for lb in emu.issues[number]["labels"]]
+
+
+def issue_comments(emu: GitHubEmulator, number: int) -> list[str]:
+    return [c["body"] for c in emu.comments[number]]

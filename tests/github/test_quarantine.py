@@ -16,16 +16,20 @@ from github_fixtures import (
     checked_emulator,
     flaky,
     passed,
+    seed_issue,
     write_report,
 )
 from github_fixtures import (
     emulator_env as _env,
 )
+from github_fixtures import issue_comments as _comments
+from github_fixtures import issue_labels as _labels
+from github_fixtures import issue_marker as _marker
 
 from flakewarden.cli import main
 from flakewarden.github.flake_issues import LABEL, iso, title_for
 from flakewarden.github.known_races import parse_race_patterns, race_entry, race_entry_for
-from flakewarden.github.marker import format_marker, id_fields, read_marker
+from flakewarden.github.marker import format_marker, id_fields
 from flakewarden.github.quarantine import ESCALATED
 from flakewarden.github.quarantine_set import QUARANTINED
 from flakewarden.model import AttemptOutcome, AttemptResult, Outcome, TestResult
@@ -55,12 +59,8 @@ def _seed(
     **marker: Any,
 ) -> int:
     data = {"id": test_id, "hits": 3, "first": "2024-05-01T12:00:00Z", **marker}
-    issue = emu.add_issue(
-        title_for(test_id), format_marker(data) + "\n### notes\nkept as written\n", labels
-    )
-    for login in assignees:
-        issue["assignees"].append({**issue["user"], "login": login})
-    return int(issue["number"])
+    notes = "### notes\nkept as written\n"
+    return seed_issue(emu, data, labels=labels, assignees=assignees, notes=notes)
 
 
 def _good(**extra: Any) -> dict[str, Any]:
@@ -72,20 +72,6 @@ def _good(**extra: Any) -> dict[str, Any]:
         "verdict_url": "https://github.com/octo-org/octo-repo/actions/runs/77",
         **extra,
     }
-
-
-def _marker(emu: GitHubEmulator, number: int) -> dict[str, Any]:
-    marker = read_marker(emu.issues[number]["body"])
-    assert marker is not None
-    return marker
-
-
-def _labels(emu: GitHubEmulator, number: int) -> list[str]:
-    return [lb["name"] for lb in emu.issues[number]["labels"]]
-
-
-def _comments(emu: GitHubEmulator, number: int) -> list[str]:
-    return [c["body"] for c in emu.comments[number]]
 
 
 def _config(cwd: Path, text: str = "") -> str:

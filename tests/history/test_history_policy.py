@@ -10,13 +10,16 @@ from typing import Any
 
 import pytest
 from github_emulator import GitHubEmulator
-from github_fixtures import checked_emulator
+from github_fixtures import checked_emulator, seed_issue
 from github_fixtures import emulator_env as _env
+from github_fixtures import issue_comments as _comments
+from github_fixtures import issue_labels as _labels
+from github_fixtures import issue_marker as _marker
 from history_builders import ingest, report
 
 from flakewarden.cli import main
 from flakewarden.github.flake_issues import LABEL, iso, title_for
-from flakewarden.github.marker import format_marker, id_fields, read_marker
+from flakewarden.github.marker import format_marker, id_fields
 from flakewarden.github.quarantine_set import QUARANTINED
 
 TEST = "tests/test_cache.py::test_fill"
@@ -46,23 +49,7 @@ def _seed(emu: GitHubEmulator, test_id: str = TEST, **marker: Any) -> int:
         "verdict_at": iso(NOW - dt.timedelta(days=2)),
         **marker,
     }
-    issue = emu.add_issue(title_for(test_id), format_marker(data) + "\n", (LABEL,))
-    issue["assignees"].append({**issue["user"], "login": "alice"})
-    return int(issue["number"])
-
-
-def _marker(emu: GitHubEmulator, number: int) -> dict[str, Any]:
-    marker = read_marker(emu.issues[number]["body"])
-    assert marker is not None
-    return marker
-
-
-def _comments(emu: GitHubEmulator, number: int) -> list[str]:
-    return [c["body"] for c in emu.comments[number]]
-
-
-def _labels(emu: GitHubEmulator, number: int) -> list[str]:
-    return [lb["name"] for lb in emu.issues[number]["labels"]]
+    return seed_issue(emu, data, assignees=("alice",))
 
 
 def _runs(first: int, last: int, failing: set[int]) -> list[Any]:

@@ -26,7 +26,7 @@ from test_injection import only_ours
 from workflow_commands import command_stream, dotnet_trim
 
 from flakewarden import cli
-from flakewarden.console import one_line
+from flakewarden.console import json_line, one_line
 from flakewarden.model import AttemptOutcome, AttemptResult, Outcome, TestResult
 
 # A failing example is 20,000 characters long; Hypothesis warns while printing it.
@@ -299,3 +299,13 @@ def test_stress_prints_only_inert_lines(
     assert json.loads((root / "flakewarden-stress" / "verdict.json").read_text())["test_id"] == (
         node_id
     )
+
+
+@fuzz(200)
+@given(values=st.lists(hostile_text(nul=True, long=False), min_size=1, max_size=4))
+def test_json_line_keeps_the_value_and_forms_no_command(values: list[str]) -> None:
+    document = {"tests": [{"id": value, "tags": [value, "#"]} for value in values]}
+    line = json_line(document)
+    assert "\n" not in line and "\r" not in line
+    assert command_stream(line + "\n") == []
+    assert json.loads(line) == document

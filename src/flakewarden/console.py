@@ -4,12 +4,14 @@ A test id can hold a line break (a custom collector can name an item anything),
 and on GitHub Actions the runner acts on a line that starts with ``::`` (after
 leading white space) and on ``##[name]`` anywhere in a line. Every id and
 message printed goes through ``one_line``, so it can never start a line of its
-own, start with ``::``, or hold ``##[``. The data itself (report.json, selection
-by id) keeps the exact text.
+own, start with ``::``, or hold ``##[``; JSON written to the console goes through
+``json_line``, which keeps the same value. The data itself (report.json,
+selection by id) keeps the exact text.
 """
 
 from __future__ import annotations
 
+import json
 import unicodedata
 
 _ESCAPES = {code: f"\\x{code:02x}" for code in (*range(32), 127)}
@@ -30,8 +32,8 @@ def _invisible(char: str) -> bool:
     return unicodedata.category(char)[0] in "CM"
 
 
-def _neutralise_legacy(text: str) -> str:
-    """Write each ``[`` that follows a ``#`` (invisible characters between) as ``\\x5b``."""
+def _neutralise_legacy(text: str, bracket: str = "\\x5b") -> str:
+    """Write each ``[`` that follows a ``#`` (invisible characters between) as ``bracket``."""
     if "[" not in text or "#" not in text:
         return text
     out = []
@@ -43,7 +45,7 @@ def _neutralise_legacy(text: str) -> str:
             before -= 1
         if before >= 0 and text[before] == "#":
             out.append(text[start:at])
-            out.append("\\x5b")
+            out.append(bracket)
             start = at + 1
         at = text.find("[", at + 1)
     out.append(text[start:])
@@ -64,6 +66,21 @@ def one_line(text: object) -> str:
     if escaped.startswith("::", lead):
         escaped = escaped[:lead] + "\\x3a" + escaped[lead + 1 :]
     return escaped
+
+
+# Line separators some readers break on; JSON lets them be escaped like any character.
+_JSON_BREAKS = {0x2028: "\\u2028", 0x2029: "\\u2029", 0x85: "\\u0085"}
+
+
+def json_line(document: object) -> str:
+    """``document`` as one line of JSON that holds no workflow command, the same value.
+
+    ``json.dumps`` already escapes line breaks and starts the line with ``{`` or
+    ``[``; a ``[`` after a ``#`` can only be inside a string there, and is written
+    ``\\u005b``, which any JSON reader decodes back to ``[``.
+    """
+    text = json.dumps(document, ensure_ascii=False).translate(_JSON_BREAKS)
+    return _neutralise_legacy(text, "\\u005b")
 
 
 def plural(count: int, noun: str, plural_form: str = "") -> str:

@@ -165,6 +165,11 @@ def test_console_lists_the_unhealthy_and_escapes_ids(
     )
     code, out = show(capsys, "--db", str(db), "--all")
     assert "tests/test_b.py::test_9" in out
+    # --json holds the exact id, and its line forms no command either.
+    code, out = show(capsys, "--db", str(db), "--json")
+    assert code == 0 and len(out.splitlines()) == 1
+    assert command_stream(out) == []
+    assert hostile in by_id(json.loads(out))
     assert main(["history", "show", "--db", str(db), "--test", "tests/nope.py::test_gone"]) == 1
     assert "no runs of tests/nope.py::test_gone in the window" in capsys.readouterr().err
 
@@ -306,3 +311,14 @@ def test_the_repository_default_branch_comes_from_the_event(
     assert show_json(capsys, team_db, "--branch", "main")["window"]["branch_source"] == "option"
     event.write_text("{not json", encoding="utf-8")
     assert show_json(capsys, team_db)["window"]["branch"] == "main"
+
+
+def test_a_window_whose_runs_all_fell_over_says_so_and_no_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = [report(n, {FLAKY: "fp", STABLE: "fp"}) for n in (1, 2)]
+    db = ingest(tmp_path / "h.db", runs, tmp_path)
+    code, out = show(capsys, "--db", str(db))
+    assert code == 0
+    assert "0 runs scored, 2 excluded (the suite fell over)" in out
+    assert "no run of main" not in out  # the runs are there: they fell over

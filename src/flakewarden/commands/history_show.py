@@ -8,7 +8,6 @@ ones); ``--json`` always holds every test. Each id is printed through
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 from flakewarden.commands.history_options import add_window_options, load_scores
 from flakewarden.config import load
-from flakewarden.console import one_line, plural
+from flakewarden.console import json_line, one_line, plural
 from flakewarden.model import ExitCode
 from flakewarden.model.scores import HEALTHY, STATES, TestScore
 
@@ -105,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
             "min_runs": config.quarantine_policy.min_runs,
             "tests": [s.to_json() for s in chosen],
         }
-        sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_line(document) + "\n")
     else:
         out = [f"flakewarden: history window: {one_line(info.describe())}"]
         listed = (
@@ -116,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         if listed:
             out.append(HEADER)
             out += [line_of(s) for s in listed]
-        if info.runs == 0 and info.branch:
+        if info.runs == 0 and not info.excluded and info.branch:
             out.append(
                 f"flakewarden: no run of {one_line(info.branch)} in the window; runs made "
                 "outside GitHub Actions and a git branch record none: --branch '' scores them"

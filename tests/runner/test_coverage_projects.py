@@ -20,27 +20,13 @@ from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
 import pytest
+from test_run import COVERED_PACKAGE
 
 from flakewarden.runner import process
 from flakewarden.runner.process import plugin_dir, plugin_env
 
-MODULE = """\
-def used(x):
-    if x > 0:
-        return "positive"
-    return "other"
-
-
-def only_in_flaky():
-    total = 0
-    for i in range(3):
-        total += i
-    return total
-
-
-def never():
-    return 1
-"""
+# The package of test_run's coverage tests: a function only the flaky test reaches.
+MODULE = COVERED_PACKAGE.lstrip("\n")
 
 TESTS = """\
 from pkg.mod import used

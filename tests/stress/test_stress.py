@@ -70,6 +70,23 @@ def stress(
     return result, data
 
 
+def write_order_report(project: Path, order: list[str]) -> None:
+    """A ``report.json`` of a run that ran ``order``, for ``--order-from``."""
+    report = RunReport(
+        command=PYTEST,
+        rootdir=str(project),
+        tests=[],
+        attempts=[],
+        order=order,
+        exit_code=1,
+        started_at="2026-01-01T00:00:00+00:00",
+        finished_at="2026-01-01T00:00:01+00:00",
+        duration=1.0,
+        version="0.1.0",
+    )
+    (project / "report.json").write_text(json.dumps(report.to_json()), encoding="utf-8")
+
+
 def arm(data: dict[str, Any], phase: str, knob: str) -> dict[str, Any]:
     return next(a for a in data["arms"] if a["phase"] == phase and a["knob"] == knob)
 
@@ -332,19 +349,7 @@ def test_polluter_and_victim_is_order_dependent_naming_the_polluter(tmp_path: Pa
         "test_config.py::test_parse",
         "test_report.py::test_report_mode",
     ]
-    report = RunReport(
-        command=PYTEST,
-        rootdir=str(project),
-        tests=[],
-        attempts=[],
-        order=order,
-        exit_code=1,
-        started_at="2026-01-01T00:00:00+00:00",
-        finished_at="2026-01-01T00:00:01+00:00",
-        duration=1.0,
-        version="0.1.0",
-    )
-    (project / "report.json").write_text(json.dumps(report.to_json()), encoding="utf-8")
+    write_order_report(project, order)
     result, data = stress(
         project, "test_report.py::test_report_mode", "--order-from", "report.json", "--runs", "40"
     )

@@ -8,15 +8,12 @@ that decide a verdict. Each project is real and stressed with the real CLI.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_stress import PYTEST, arm, make_project, one_stress_at_a_time, stress
-
-from flakewarden.model import RunReport
+from test_stress import arm, make_project, one_stress_at_a_time, stress, write_order_report
 
 __all__ = ["one_stress_at_a_time"]  # the fixture, used by name
 
@@ -70,19 +67,7 @@ def test_non_idempotent_and_order_dependent_names_the_polluter(tmp_path: Path) -
         "test_other.py::test_length",
         test_id,
     ]
-    report = RunReport(
-        command=PYTEST,
-        rootdir=str(project),
-        tests=[],
-        attempts=[],
-        order=order,
-        exit_code=1,
-        started_at="2026-01-01T00:00:00+00:00",
-        finished_at="2026-01-01T00:00:01+00:00",
-        duration=1.0,
-        version="0.1.0",
-    )
-    (project / "report.json").write_text(json.dumps(report.to_json()), encoding="utf-8")
+    write_order_report(project, order)
     result, data = stress(project, test_id, "--order-from", "report.json", "--runs", "20")
     assert result.returncode == 0, result.stderr
     assert data["verdict"] == "order-dependent", data["reason"]

@@ -156,21 +156,21 @@ def _testcase_xml(test: TestResult) -> tuple[str, str]:
 
 def escape_attribute(text: str) -> str:
     """An attribute value as ElementTree writes it (``&<>"``, CR, LF and tab escaped)."""
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    if "<" in text:
-        text = text.replace("<", "&lt;")
-    if ">" in text:
-        text = text.replace(">", "&gt;")
-    if '"' in text:
-        text = text.replace('"', "&quot;")
-    if "\r" in text:
-        text = text.replace("\r", "&#13;")
-    if "\n" in text:
-        text = text.replace("\n", "&#10;")
-    if "\t" in text:
-        text = text.replace("\t", "&#09;")
+    for char, entity in _ATTRIBUTE_ESCAPES:  # "&" first: the others bring their own
+        if char in text:
+            text = text.replace(char, entity)
     return text
+
+
+_ATTRIBUTE_ESCAPES = (
+    ("&", "&amp;"),
+    ("<", "&lt;"),
+    (">", "&gt;"),
+    ('"', "&quot;"),
+    ("\r", "&#13;"),
+    ("\n", "&#10;"),
+    ("\t", "&#09;"),
+)
 
 
 def _attrs(test: TestResult) -> list[tuple[str, str]]:

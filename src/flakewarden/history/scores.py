@@ -48,7 +48,11 @@ class Tally:
 
 
 def tally(runs: Sequence[HistoryRun], entries: Iterable[HistoryEntry]) -> dict[str, Tally]:
-    """Counts per test over ``runs`` (newest first); entries of other runs and skips are ignored."""
+    """Counts per test over ``runs`` (newest first); entries of other runs and skips are ignored.
+
+    The definition of the counts: ``tally_query.tally_store`` reads the same figures
+    lean from SQLite, and a test checks the two agree on a real database.
+    """
     index = {run.run_key: n for n, run in enumerate(runs)}
     found: dict[str, Tally] = {}
     for entry in entries:
@@ -90,33 +94,6 @@ def state_of(t: Tally, min_runs: int) -> str:
 
 def _started(run: HistoryRun) -> str:
     return str(run.context.started_at or "")
-
-
-def score(
-    runs: Sequence[HistoryRun],
-    entries: Iterable[HistoryEntry],
-    *,
-    min_runs: int,
-    window: str,
-    pull_runs: Sequence[HistoryRun] = (),
-    pull_entries: Iterable[HistoryEntry] = (),
-    previous_runs: Optional[Sequence[HistoryRun]] = None,
-    previous_entries: Iterable[HistoryEntry] = (),
-) -> dict[str, TestScore]:
-    """Every test seen in ``runs`` (or only in pull-request runs), scored; with
-    ``previous_runs``, each score carries the previous window's figures (the trend).
-
-    A test seen only in pull-request runs has no default-branch runs: it is ``new``.
-    """
-    return score_tallies(
-        runs,
-        tally(runs, entries),
-        min_runs=min_runs,
-        window=window,
-        pull_runs=pull_runs,
-        pulls=tally(pull_runs, pull_entries),
-        previous=None if previous_runs is None else tally(previous_runs, previous_entries),
-    )
 
 
 def score_tallies(

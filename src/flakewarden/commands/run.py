@@ -137,6 +137,16 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(args.config, cwd)
     shown_dir = args.report_dir or Path(config.report_dir)
     report_dir = shown_dir if shown_dir.is_absolute() else cwd / shown_dir
+    on_actions = os.environ.get("GITHUB_ACTIONS") == "true"
+    local_git: list[tuple[str, str]] = []
+
+    def beside_first_attempt() -> None:
+        _import_report_writers()
+        if not on_actions:  # a laptop's branch and commit, read while the tests run
+            from flakewarden.history.context import git_branch_and_commit
+
+            local_git.append(git_branch_and_commit(cwd))
+
     options = RunOptions(
         command=command,
         cwd=cwd,
@@ -149,18 +159,8 @@ def run(args: argparse.Namespace) -> int:
         quarantined=quarantined_set(args, config.quarantine_read_deadline),
         echo=None if args.quiet else sys.stdout.buffer,
         attempt_timeout=_pick(args.attempt_timeout, config.attempt_timeout),
+        while_first_runs=beside_first_attempt,
     )
-    on_actions = os.environ.get("GITHUB_ACTIONS") == "true"
-    local_git: list[tuple[str, str]] = []
-
-    def beside_first_attempt() -> None:
-        _import_report_writers()
-        if not on_actions:  # a laptop's branch and commit, read while the tests run
-            from flakewarden.history.context import git_branch_and_commit
-
-            local_git.append(git_branch_and_commit(cwd))
-
-    options = dataclasses.replace(options, while_first_runs=beside_first_attempt)
     sys.stdout.flush()
     # The tests' output is data: nothing it prints may act as a workflow command.
     with output_fence(options.echo, active=on_actions) as echo:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import jsonschema
-from github_emulator_actions import ActionsState, sampled
+from github_emulator_actions import ActionsState, close, origin, sampled, serve
 
 DATA = Path(__file__).parent / "data" / "github-api"
 BODY_LIMIT = 65_536
@@ -300,26 +300,20 @@ class GitHubEmulator(ActionsState):
 
         Handler.emulator = emulator
         self._server = _Server(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._thread = serve(self._server)
         self._start_blobs()
 
     def stop(self) -> None:
         self._stopping.set()  # releases every hanging answer
         self._stop_blobs()
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            close(self._server)
             self._server = None
 
     @property
     def origin(self) -> str:
         assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return origin(self._server)
 
     @property
     def url(self) -> str:

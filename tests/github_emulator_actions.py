@@ -80,6 +80,26 @@ def repository_object(owner: str, repo: str, repo_id: int, user: dict[str, Any])
     return out
 
 
+def serve(server: http.server.ThreadingHTTPServer) -> threading.Thread:
+    """Answer on ``server`` from daemon threads until ``close``."""
+    server.daemon_threads = True
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    return thread
+
+
+def close(server: http.server.ThreadingHTTPServer) -> None:
+    server.shutdown()
+    server.server_close()
+
+
+def origin(server: http.server.ThreadingHTTPServer) -> str:
+    host, port = server.server_address[:2]
+    return f"http://{host}:{port}"
+
+
 class ActionsState:
     """The Actions part of the emulator's state; mixed into ``GitHubEmulator``."""
 
@@ -314,22 +334,17 @@ class ActionsState:
                 self.wfile.write(body)
 
         self._blob_server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Blobs)
-        self._blob_server.daemon_threads = True
-        threading.Thread(
-            target=self._blob_server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        serve(self._blob_server)
 
     def _stop_blobs(self) -> None:
         if self._blob_server is not None:
-            self._blob_server.shutdown()
-            self._blob_server.server_close()
+            close(self._blob_server)
             self._blob_server = None
 
     @property
     def blob_origin(self) -> str:
         assert self._blob_server is not None
-        host, port = self._blob_server.server_address[:2]
-        return f"http://{host}:{port}"
+        return origin(self._blob_server)
 
     def _serve_blob(self, raw_path: str, headers: dict[str, str]) -> tuple[int, bytes]:
         lower = {k.lower(): v for k, v in headers.items()}

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import PYTEST, Project
 from workflow_commands import parse_commands
+
+from flakewarden.runner.results import RecordReader, read_results
+from flakewarden.runner.summary_counts import SummaryCounts, recorded_counts
 
 SUMMARY = re.compile(r"^(?:=+ )?(\d+ \w.*) in [\d.]+s(?: \(.*\))?(?: =+)?$", re.MULTILINE)
 
@@ -201,3 +205,36 @@ def test_the_disagreement_is_one_escaped_annotation_on_github(project: Project) 
         line.startswith("flakewarden: warning: attempt 1: flakewarden's records disagree")
         for line in result.stdout.splitlines()
     )
+
+
+def test_the_counts_kept_while_reading_equals_counting_at_the_end(
+    project: Project, tmp_path: Path
+) -> None:
+    """Counted batch by batch as the records arrive, or all at once: the same counts."""
+    project.write("tests/test_mixed.py", MIXED)
+    result = project.run("--reruns", "0")
+    data = (result.report_dir / "attempts" / "1" / "results.jsonl").read_bytes()
+    whole = recorded_counts(read_results(result.report_dir / "attempts" / "1" / "results.jsonl"))
+    assert sum(whole[0].values()) == 9 and sum(whole[1].values()) >= 2
+
+    growing = tmp_path / "results.jsonl"
+    counts = SummaryCounts()
+    reader = RecordReader(growing, counts.update)
+    batches = 0
+    with open(growing, "wb") as stream:
+        for start in range(0, len(data), 97):  # cuts inside lines: whole lines are taken
+            stream.write(data[start : start + 97])
+            stream.flush()
+            before = len(reader.results.tests)
+            reader.read_available()
+            batches += len(reader.results.tests) > before
+    results = reader.finish()
+    assert batches > 3
+    assert counts.counts(results) == whole
+
+    # Records dropped (a timed-out test's) replace the list: counted afresh.
+    dropped = results.tests[-1]
+    results.tests = results.tests[:-1]
+    assert counts.counts(results) == recorded_counts(results) != whole
+    results.tests.append(dropped)
+    assert counts.counts(results) == whole

@@ -809,3 +809,39 @@ def test_report_dir_never_deletes_what_flakewarden_did_not_write(project: Projec
     assert second.returncode == 0
     assert not stale.exists()
     assert (second.report_dir / ".flakewarden-report").exists()
+
+
+def test_run_exits_at_once_yet_runs_exit_handlers_and_flushes_its_output(
+    project: Project, tmp_path: Path
+) -> None:
+    """``entry`` skips the interpreter's teardown after ``run``; nothing it owes is lost."""
+    project.write("tests/test_bad.py", "def test_bad():\n    assert 1 == 2\n")
+    marker = tmp_path / "atexit-ran"
+    code = (
+        "import atexit, pathlib\n"
+        f"atexit.register(pathlib.Path({str(marker)!r}).write_text, 'ran')\n"
+        "from flakewarden.cli import entry\n"
+        "entry()\n"
+    )
+    env = project.env()
+    env.pop("PYTHONUNBUFFERED", None)  # a pipe: stdout is block-buffered until flushed
+    done = subprocess.run(
+        [PYTHON, "-c", code, "run", "--report-dir", "report", "--reruns", "0", "--", *PYTEST],
+        cwd=project.root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert marker.read_text() == "ran"
+    assert done.stdout.splitlines()[-1].startswith("flakewarden: 0 passed, 1 failed")
+    report = json.loads((project.root / "report" / "report.json").read_text(encoding="utf-8"))
+    assert report["totals"]["failed"] == 1
+    # A usage error exits the same way, its one line flushed and its code kept.
+    marker.unlink()
+    usage = subprocess.run(
+        [PYTHON, "-c", code, "run"], cwd=project.root, env=env, capture_output=True, text=True
+    )
+    assert usage.returncode == 4
+    assert usage.stderr.endswith("put it after --, e.g. flakewarden run -- python -m pytest\n")
+    assert marker.read_text() == "ran"

@@ -8,7 +8,7 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import Optional, TypeVar
+from typing import TYPE_CHECKING, Optional, TypeVar
 
 from flakewarden.commands.argtypes import number, whole_number
 from flakewarden.config import MAX_ATTEMPT_TIMEOUT
@@ -16,8 +16,11 @@ from flakewarden.config import load as load_config
 from flakewarden.console import one_line
 from flakewarden.errors import UsageError
 from flakewarden.github.fence import output_fence
-from flakewarden.model import ExitCode, Outcome, RunReport, timings
+from flakewarden.model import ExitCode, Outcome, timings
 from flakewarden.runner.reruns import RunOptions, run_attempts
+
+if TYPE_CHECKING:
+    from flakewarden.model import RunReport
 
 HELP = "run the tests, rerun only the failed ones in fresh processes, write the reports"
 
@@ -142,9 +145,9 @@ def run(args: argparse.Namespace) -> int:
 
     def beside_first_attempt() -> None:
         _import_report_writers()
-        if not on_actions:  # a laptop's branch and commit, read while the tests run
-            from flakewarden.history.context import git_branch_and_commit
+        from flakewarden.history.context import git_branch_and_commit
 
+        if not on_actions:  # a laptop's branch and commit, read while the tests run
             local_git.append(git_branch_and_commit(cwd))
 
     options = RunOptions(
@@ -164,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     # The tests' output is data: nothing it prints may act as a workflow command.
     with output_fence(options.echo, active=on_actions) as echo:
-        report = run_attempts(dataclasses.replace(options, echo=echo), say)
+        report, rendered = run_attempts(dataclasses.replace(options, echo=echo), say)
     from flakewarden.history.context import collect_context
     from flakewarden.reports.report_json import write_reports
 
@@ -178,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
             git=local_git[0] if local_git else None,
         )
 
-    write_reports(report, report_dir, artifact_name=args.artifact_name)
+    write_reports(report, report_dir, artifact_name=args.artifact_name, rendered=rendered)
     with timings.phase("console summary"):
         console_summary(report, shown_dir)
     if on_actions:
@@ -190,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _import_report_writers() -> None:
-    """Import the report writers (JUnit, XML, Markdown): run beside attempt 1's pytest."""
+    """Import the report writers (JSON, JUnit, Markdown): run beside attempt 1's pytest."""
     import flakewarden.reports.report_json  # noqa: F401
 
 

@@ -4,27 +4,73 @@ A writer never re-parses another writer's output; it reads a ``RunReport``.
 ``report.json`` is the serialised ``RunReport`` (``schema`` 1) and the only
 file other commands (issues, stress, quarantine) read back.
 
-The types live in modules of their own (outcomes, records, results, run, coverage,
-subtests); this package is the one place the rest of flakewarden imports them from.
+The types live in modules of their own (outcomes, records, results, attempts, run,
+coverage, subtests); this package is the one place the rest of flakewarden imports them from.
 """
 
 from __future__ import annotations
 
-from flakewarden.model.coverage import CoverageSummary
-from flakewarden.model.failure_lines import first_line
-from flakewarden.model.history import HistoryEntry, HistoryRun, RunContext, run_key
-from flakewarden.model.outcomes import (
-    LONG_ID_LIMIT,
-    SCHEMA_VERSION,
-    AttemptOutcome,
-    ExitCode,
-    Outcome,
-    id_key,
-)
-from flakewarden.model.records import PhaseRecord, TestRecord
-from flakewarden.model.results import AttemptResult, TestResult
-from flakewarden.model.run import Attempt, Continuation, RunReport, Totals
-from flakewarden.model.subtests import Subtest
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what type checkers see; at run time each comes from __getattr__
+    from flakewarden.model.attempts import Attempt, Continuation
+    from flakewarden.model.coverage import CoverageSummary
+    from flakewarden.model.failure_lines import first_line
+    from flakewarden.model.history import HistoryEntry, HistoryRun, RunContext, run_key
+    from flakewarden.model.outcomes import (
+        LONG_ID_LIMIT,
+        SCHEMA_VERSION,
+        AttemptOutcome,
+        ExitCode,
+        Outcome,
+        id_key,
+    )
+    from flakewarden.model.records import PhaseRecord, TestRecord
+    from flakewarden.model.results import AttemptResult, TestResult
+    from flakewarden.model.run import RunReport, Totals
+    from flakewarden.model.subtests import Subtest
+
+#: Each name, and the module it lives in.
+_HOME = {
+    "CoverageSummary": "coverage",
+    "first_line": "failure_lines",
+    "HistoryEntry": "history",
+    "HistoryRun": "history",
+    "RunContext": "history",
+    "run_key": "history",
+    "LONG_ID_LIMIT": "outcomes",
+    "SCHEMA_VERSION": "outcomes",
+    "AttemptOutcome": "outcomes",
+    "ExitCode": "outcomes",
+    "Outcome": "outcomes",
+    "id_key": "outcomes",
+    "PhaseRecord": "records",
+    "TestRecord": "records",
+    "AttemptResult": "results",
+    "TestResult": "results",
+    "Attempt": "attempts",
+    "Continuation": "attempts",
+    "RunReport": "run",
+    "Totals": "run",
+    "Subtest": "subtests",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import a name's module when the name is first asked for.
+
+    A command imports only the vocabulary it uses: ``flakewarden run`` starts the
+    tests before it needs the report's types, and importing them all up front (their
+    dataclasses are built at import) would delay every run's first test.
+    """
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "LONG_ID_LIMIT",

@@ -42,7 +42,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from flakewarden.errors import ReportError
 from flakewarden.model import AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult
@@ -79,12 +79,21 @@ def split_node_id(node_id: str) -> tuple[str, str]:
     return ".".join(names[:-1]), names[-1]
 
 
-def write_junit(report: RunReport, path: Path) -> None:
-    """Write ``report`` as one JUnit XML file, atomically (a reader never sees half a file)."""
+def write_junit(
+    report: RunReport,
+    path: Path,
+    testcase: Optional[Callable[[TestResult], tuple[str, str]]] = None,
+) -> None:
+    """Write ``report`` as one JUnit XML file, atomically (a reader never sees half a file).
+
+    ``testcase`` gives each test's ``<testcase>`` as ``testcase_xml`` does (one made
+    earlier, see ``rendered``); by default each is made here.
+    """
     cases: list[str] = []
     counts = {"failure": 0, "error": 0, "skipped": 0}
+    make = testcase or testcase_xml
     for test in report.tests:
-        case, final = _testcase_xml(test)
+        case, final = make(test)
         cases.append(case)
         if final:
             counts[final] += 1
@@ -110,7 +119,7 @@ def write_junit(report: RunReport, path: Path) -> None:
     ):
         ET.SubElement(properties, "property", {"name": name, "value": xml_safe(value)})
     # The document around the testcases, serialised by ElementTree with a stand-in
-    # where they go; each testcase is serialised on its own (see _testcase_xml).
+    # where they go; each testcase is serialised on its own (see testcase_xml).
     ET.SubElement(suite, _CASES)
     ET.indent(root)
     frame = ET.tostring(root, encoding="unicode")
@@ -132,7 +141,7 @@ _CASES = "flakewarden-testcases"  # the stand-in; never in a written file
 _INDENT = "  "
 
 
-def _testcase_xml(test: TestResult) -> tuple[str, str]:
+def testcase_xml(test: TestResult) -> tuple[str, str]:
     """One indented ``<testcase>`` line (or lines), and which total it counts in.
 
     A passed test with no captured output, most of any suite, is a lone element: it is

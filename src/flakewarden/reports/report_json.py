@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.errors import ReportError, ReportMissing
 from flakewarden.model import RunReport, timings
 from flakewarden.reports.junit import write_junit
+from flakewarden.reports.rendered import RenderedTests, encode
 from flakewarden.reports.report_dir import SENTINEL, claim_directory, record_written
 from flakewarden.reports.summary import render_summary
 
@@ -18,9 +20,6 @@ REPORT_JSON = "report.json"
 RERUN_REPORT = "rerun-report.txt"
 JUNIT_XML = "junit.xml"
 SUMMARY_MD = "summary.md"
-
-# One encoder for every item: ``json.dumps`` with options builds a new one per call.
-_encode = json.JSONEncoder(ensure_ascii=False).encode
 
 __all__ = [
     "SENTINEL",
@@ -48,19 +47,22 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
-def report_json(data: dict[str, Any]) -> str:
+def report_json(data: dict[str, Any], encoded: Mapping[str, Sequence[str]] = {}) -> str:
     """JSON with one top-level key, and one test or attempt, per line.
 
     Readable in a diff and by eye, and written with the C encoder: ``indent=``
     would fall back to the pure-Python one, several times slower on big suites.
+    ``encoded`` holds lists whose items are JSON already: they replace those keys' values.
     """
     lines = []
     for key, value in data.items():
-        if isinstance(value, list) and value and isinstance(value[0], dict):
-            items = ",\n    ".join(map(_encode, value))
-            lines.append(f"  {json.dumps(key)}: [\n    {items}\n  ]")
+        items = encoded.get(key)
+        if items is None and isinstance(value, list) and value and isinstance(value[0], dict):
+            items = list(map(encode, value))
+        if items:
+            lines.append(f"  {json.dumps(key)}: [\n    " + ",\n    ".join(items) + "\n  ]")
         else:
-            lines.append(f"  {json.dumps(key)}: {_encode(value)}")
+            lines.append(f"  {json.dumps(key)}: {encode([] if items is not None else value)}")
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
@@ -73,15 +75,26 @@ def rerun_report(report: RunReport) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def write_reports(report: RunReport, report_dir: Path, artifact_name: Optional[str] = None) -> None:
-    """Write report.json, rerun-report.txt, junit.xml and summary.md into ``report_dir``."""
+def write_reports(
+    report: RunReport,
+    report_dir: Path,
+    artifact_name: Optional[str] = None,
+    rendered: Optional[RenderedTests] = None,
+) -> None:
+    """Write report.json, rerun-report.txt, junit.xml and summary.md into ``report_dir``.
+
+    ``rendered`` holds tests rendered while the tests ran; the rest are rendered here.
+    """
+    rendered = rendered or RenderedTests()
     try:
         with timings.phase("report.json"):
-            write_text_atomic(report_dir / REPORT_JSON, report_json(report.to_json()))
+            tests = [rendered.json_item(test) for test in report.tests]
+            text = report_json(report.to_json(with_tests=False), {"tests": tests})
+            write_text_atomic(report_dir / REPORT_JSON, text)
         with timings.phase("rerun-report.txt"):
             write_text_atomic(report_dir / RERUN_REPORT, rerun_report(report))
         with timings.phase("junit.xml"):
-            write_junit(report, report_dir / JUNIT_XML)
+            write_junit(report, report_dir / JUNIT_XML, rendered.testcase)
         with timings.phase("summary.md"):
             summary = render_summary(report, artifact_name=artifact_name)
             write_text_atomic(report_dir / SUMMARY_MD, summary)

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Callable, NamedTuple, Optional
+from typing import IO, TYPE_CHECKING, Callable, NamedTuple, Optional
 
 from flakewarden.model import timings
 from flakewarden.runner.process import ChildResult, plugin_env, run_child
 from flakewarden.runner.results import ProcessResults, RecordFollower
+from flakewarden.runner.summary_counts import SummaryCounts
+
+if TYPE_CHECKING:
+    from flakewarden.model import TestRecord
 
 
 class Part(NamedTuple):
@@ -25,6 +30,7 @@ class Part(NamedTuple):
     results: ProcessResults
     child: ChildResult
     directory: Path
+    counts: SummaryCounts  # the records' counts, kept up while they were read (consistency)
 
 
 @dataclasses.dataclass
@@ -39,6 +45,8 @@ class PartRunner:
     on_results: Callable[[ProcessResults], None]  # called even when interrupted
     # Called once, beside the first process (run_child's while_running), then dropped.
     while_running: Optional[Callable[[], object]] = None
+    # Given the first process's test records in batches as they are read, then dropped.
+    early: Optional[Callable[[Sequence[TestRecord]], None]] = None
 
     def __call__(self, where: Path, command: list[str], select: Optional[list[str]]) -> Part:
         where.mkdir(parents=True, exist_ok=True)
@@ -55,7 +63,15 @@ class PartRunner:
             extra = coverage_merge.attempt_env(where)
         env = plugin_env(self.plugin, results_file, select=select_file, extra=extra)
         child: Optional[ChildResult] = None
-        follower = RecordFollower(results_file)
+        counts, early = SummaryCounts(), self.early
+        self.early = None
+
+        def on_records(results: ProcessResults, records: Sequence[TestRecord]) -> None:
+            counts.update(results)
+            if early is not None:
+                early(records)
+
+        follower = RecordFollower(results_file, on_records)
         try:
             child = run_child(
                 command,
@@ -75,7 +91,7 @@ class PartRunner:
                 _blame_the_timeout(results)
             self.on_results(results)
         assert child is not None  # run_child returned
-        return Part(results, child, where)
+        return Part(results, child, where, counts)
 
 
 def _blame_the_timeout(results: ProcessResults) -> None:

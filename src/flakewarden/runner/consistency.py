@@ -23,13 +23,13 @@ reporter, or the process died before its session finished) nothing is compared.
 
 from __future__ import annotations
 
-import collections
 from typing import Any, Callable, Optional
 
 from flakewarden.console import one_line
-from flakewarden.model import Attempt, PhaseRecord
+from flakewarden.model import Attempt
 from flakewarden.reports.annotations import headline
 from flakewarden.runner.results import ProcessResults
+from flakewarden.runner.summary_counts import SummaryCounts
 
 #: The summary-line categories compared, in the order differences are listed.
 TEST_CATEGORIES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed", "rerun")
@@ -37,35 +37,6 @@ SUBTEST_OUTCOMES = ("passed", "failed", "skipped", "xfailed")
 SHOWN_IDS = 5
 
 Warn = Callable[[str], None]
-
-
-def phase_category(phase: PhaseRecord) -> str:
-    """The summary-line category pytest's own ``pytest_report_teststatus`` gives a phase.
-
-    Mirrors pytest's three built-in hooks (skipping, runner, terminal) and
-    pytest-rerunfailures' ``rerun``; "" is a report the line does not count.
-    """
-    if phase.outcome == "rerun":  # pytest-rerunfailures' own category, in any phase
-        return "rerun"
-    if phase.wasxfail and phase.outcome in ("skipped", "passed"):
-        return "xfailed" if phase.outcome == "skipped" else "xpassed"
-    if phase.when in ("setup", "teardown"):
-        return {"failed": "error", "skipped": "skipped"}.get(phase.outcome, "")
-    return phase.outcome
-
-
-def recorded_counts(results: ProcessResults) -> tuple[collections.Counter[str], ...]:
-    """(tests per category, subtests per outcome) as the plugin's records add up."""
-    tests: collections.Counter[str] = collections.Counter()
-    subtests: collections.Counter[str] = collections.Counter()
-    for record in results.tests:
-        for phase in record.phases:
-            category = phase_category(phase)
-            if category:
-                tests[category] += 1
-        for sub in record.subtests:
-            subtests["xfailed" if sub.wasxfail else sub.outcome] += 1
-    return tests, subtests
 
 
 def _int_map(value: Any) -> dict[str, int]:
@@ -80,16 +51,19 @@ def _int_map(value: Any) -> dict[str, int]:
     return out
 
 
-def disagreements(results: ProcessResults) -> Optional[tuple[list[str], bool]]:
+def disagreements(
+    results: ProcessResults, counted: Optional[SummaryCounts] = None
+) -> Optional[tuple[list[str], bool]]:
     """Every way the records differ from pytest's counts, and whether pytest failed a test
-    the records do not fail; None when pytest gave no counts."""
+    the records do not fail; None when pytest gave no counts. ``counted``: the records'
+    counts, kept up while they were read."""
     stats = results.pytest_stats
     if not isinstance(stats, dict):
         return None
     theirs = _int_map(stats.get("tests"))
     their_subtests = _int_map(stats.get("subtests"))
     their_collect = _int_map(stats.get("collect"))
-    ours, our_subtests = recorded_counts(results)
+    ours, our_subtests = (counted or SummaryCounts()).counts(results)
     found = []
     for category in TEST_CATEGORIES:
         if ours[category] != theirs.get(category, 0):
@@ -110,9 +84,10 @@ def disagreements(results: ProcessResults) -> Optional[tuple[list[str], bool]]:
             f"collection errors: pytest {their_collect.get('error', 0)}, "
             f"flakewarden {len(results.collect_errors)}"
         )
-    by_id = results.by_id()
+    failed_ids = stats.get("failed_ids") or []
+    by_id = results.by_id() if failed_ids else {}
     not_failed = []
-    for test_id in stats.get("failed_ids") or []:
+    for test_id in failed_ids:
         records = by_id.get(str(test_id))
         if not records or not any(r.outcome.is_failure for r in records):
             where = "not recorded" if not records else f"recorded {records[-1].outcome}"
@@ -126,7 +101,9 @@ def disagreements(results: ProcessResults) -> Optional[tuple[list[str], bool]]:
     return found, bool(not_failed)
 
 
-def check_attempt(attempt: Attempt, results: ProcessResults, warn: Warn) -> bool:
+def check_attempt(
+    attempt: Attempt, results: ProcessResults, warn: Warn, counted: Optional[SummaryCounts] = None
+) -> bool:
     """Compare one attempt's records with pytest's counts; record and warn on a difference.
 
     ``warn`` (the run's console) gets one line per attempt that differs, test ids
@@ -137,7 +114,7 @@ def check_attempt(attempt: Attempt, results: ProcessResults, warn: Warn) -> bool
     stats = results.pytest_stats
     if isinstance(stats, dict):
         attempt.pytest_summary = _int_map(stats.get("summary"))
-    checked = disagreements(results)
+    checked = disagreements(results, counted)
     if checked is None or not checked[0]:
         return False
     found, missed_failure = checked

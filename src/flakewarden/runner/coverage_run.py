@@ -9,11 +9,13 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from flakewarden.errors import UsageError
-from flakewarden.model import Attempt, CoverageSummary
 from flakewarden.runner import pytest_args
+
+if TYPE_CHECKING:
+    from flakewarden.model import Attempt, CoverageSummary
 
 
 def coverage_command(command: Sequence[str], cwd: Path) -> list[str]:

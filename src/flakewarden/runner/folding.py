@@ -25,8 +25,14 @@ def fold(
     order: Sequence[str],
     records: Mapping[str, Sequence[tuple[int, TestRecord]]],
     quarantined: frozenset[str],
+    early: Mapping[str, tuple[TestRecord, TestResult]] = {},
 ) -> list[TestResult]:
-    """One ``TestResult`` per test, in run order, from every attempt's records."""
+    """One ``TestResult`` per test, in run order, from every attempt's records.
+
+    ``early`` holds tests folded while attempt 1 ran (``early_fold``), each beside the
+    one record it was folded from: reused for a test whose records are still exactly
+    that record, which is what folding it again would give.
+    """
     tests = []
     in_order = set(order)
     ordered = list(order) + [tid for tid in records if tid not in in_order]
@@ -34,30 +40,39 @@ def fold(
         runs = records.get(test_id)
         if not runs:
             continue
-        attempts = [AttemptResult.from_record(number, record) for number, record in runs]
-        last = attempts[-1].outcome
-        failed_any = any(a.outcome.is_failure for a in attempts)
-        if last.is_failure:
-            outcome = Outcome.ERROR if last == AttemptOutcome.ERROR else Outcome.FAILED
-            if test_id in quarantined or id_key(test_id) in quarantined:
-                outcome = Outcome.QUARANTINED
-        elif failed_any:
-            outcome = Outcome.FLAKY
-        elif last == AttemptOutcome.SKIPPED:
-            outcome = Outcome.SKIPPED
+        known = early.get(test_id)
+        if known is not None and len(runs) == 1 and runs[0][0] == 1 and runs[0][1] is known[0]:
+            tests.append(known[1])
         else:
-            outcome = Outcome.PASSED
-        first_record = runs[0][1]
-        tests.append(
-            TestResult(
-                id=test_id,
-                file=first_record.file,
-                line=first_record.line,
-                outcome=outcome,
-                attempts=attempts,
-            )
-        )
+            tests.append(fold_test(test_id, runs, quarantined))
     return tests
+
+
+def fold_test(
+    test_id: str, runs: Sequence[tuple[int, TestRecord]], quarantined: frozenset[str]
+) -> TestResult:
+    """One test's result from its records (at least one), each with its attempt's number."""
+    attempts = [AttemptResult.from_record(number, record) for number, record in runs]
+    last = attempts[-1].outcome
+    failed_any = any(a.outcome.is_failure for a in attempts)
+    if last.is_failure:
+        outcome = Outcome.ERROR if last == AttemptOutcome.ERROR else Outcome.FAILED
+        if test_id in quarantined or id_key(test_id) in quarantined:
+            outcome = Outcome.QUARANTINED
+    elif failed_any:
+        outcome = Outcome.FLAKY
+    elif last == AttemptOutcome.SKIPPED:
+        outcome = Outcome.SKIPPED
+    else:
+        outcome = Outcome.PASSED
+    first_record = runs[0][1]
+    return TestResult(
+        id=test_id,
+        file=first_record.file,
+        line=first_record.line,
+        outcome=outcome,
+        attempts=attempts,
+    )
 
 
 def exit_code(

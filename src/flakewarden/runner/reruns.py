@@ -10,29 +10,36 @@ The policy, in order:
 What failed is decided from the plugin's records keyed by node id, never from
 an exit code or from JUnit. Turning the records into outcomes and an exit code is
 in ``folding``; measuring coverage through the attempts is in ``coverage_run``.
+
+What is needed only once a process has exited (judging its session, crashes, the
+consistency check, the fold, the report's types) is imported where it is used, and
+imported beside attempt 1's process by ``_import_what_follows``: every run's first
+test waits for what is imported before the tests start, nothing else does.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
+import importlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, Callable, Optional
+from typing import IO, TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
 from flakewarden import __version__
 from flakewarden.console import plural
-from flakewarden.model import Attempt, ExitCode, RunReport, TestRecord, first_line, timings
+from flakewarden.model import Attempt, ExitCode, timings
 from flakewarden.reports.report_dir import claim_directory
-from flakewarden.runner import consistency, pytest_args
+from flakewarden.runner import pytest_args
 from flakewarden.runner.attempt_process import PartRunner
 from flakewarden.runner.coverage_run import coverage_command, merge_coverage
-from flakewarden.runner.crashes import continue_attempt, finished, worker_crashes
-from flakewarden.runner.folding import exit_code, fold
+from flakewarden.runner.early_fold import EarlyFold
 from flakewarden.runner.process import Interrupted, plugin_dir, resolve_executable
 from flakewarden.runner.results import ProcessResults, gc_paused
-from flakewarden.runner.sessions import judge_session
+
+if TYPE_CHECKING:
+    from flakewarden.model import RunReport, TestRecord
+    from flakewarden.reports.rendered import RenderedTests
 
 
 @dataclasses.dataclass
@@ -72,6 +79,7 @@ class _State:
     command: list[str] = dataclasses.field(default_factory=list)  # attempt 1's, as run
     first_config: Optional[dict[str, Any]] = None  # what the plugin saw in attempt 1
     running: list[str] = dataclasses.field(default_factory=list)  # when the last process ended
+    early: EarlyFold = dataclasses.field(default_factory=lambda: EarlyFold(frozenset()))
 
     def add(self, number: int, results: ProcessResults) -> None:
         self.add_records(number, results.tests)
@@ -89,8 +97,14 @@ class _State:
         return failing
 
 
-def now_iso() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+def now_iso(seconds: Optional[float] = None) -> str:
+    """UTC, to the second: now, or ``seconds`` since the epoch (``time.time()``)."""
+    import datetime  # not before the tests start: a run reads the clock, formats it after
+
+    when = time.time() if seconds is None else seconds
+    return datetime.datetime.fromtimestamp(when, datetime.timezone.utc).isoformat(
+        timespec="seconds"
+    )
 
 
 REPORT_FILES = (
@@ -104,13 +118,20 @@ REPORT_FILES = (
 )
 
 
-def run_attempts(options: RunOptions, say: Say) -> RunReport:
+class Ran(NamedTuple):
+    """What ``run_attempts`` gives: the report, and its tests rendered while they ran."""
+
+    report: RunReport
+    rendered: Optional[RenderedTests]  # for write_reports; None when nothing was
+
+
+def run_attempts(options: RunOptions, say: Say) -> Ran:
     """Run the attempts, fold them into a ``RunReport`` (not yet written)."""
-    started_at, started = now_iso(), time.monotonic()
+    started_at, started = time.time(), time.monotonic()
     resolve_executable(options.command, options.cwd)
     with timings.phase("claim report dir"):
         claim_directory(options.report_dir, REPORT_FILES)
-    state = _State()
+    state = _State(early=EarlyFold(options.quarantined))
 
     command = list(options.command)
     located = pytest_args.locate(command)
@@ -140,8 +161,11 @@ def run_attempts(options: RunOptions, say: Say) -> RunReport:
             state.problems.append(f"interrupted by {exc}{running}: the report shows what ran")
             say(f"interrupted by {exc}; writing the report of what ran")
 
+    from flakewarden.model import RunReport
+    from flakewarden.runner.folding import exit_code, fold
+
     with timings.phase("fold"), gc_paused():
-        tests = fold(state.order, state.records, options.quarantined)
+        tests = fold(state.order, state.records, options.quarantined, state.early.folded)
     report = RunReport(
         command=list(options.command),
         rootdir=state.rootdir or str(options.cwd),
@@ -149,7 +173,7 @@ def run_attempts(options: RunOptions, say: Say) -> RunReport:
         attempts=state.attempts,
         order=state.order,
         exit_code=0,
-        started_at=started_at,
+        started_at=now_iso(started_at),
         finished_at=now_iso(),
         duration=time.monotonic() - started,
         version=__version__,
@@ -175,7 +199,7 @@ def run_attempts(options: RunOptions, say: Say) -> RunReport:
         not_green=state.not_green,
         fail_on_flaky=options.fail_on_flaky,
     )
-    return report
+    return Ran(report, state.early.rendered)
 
 
 def _loop(
@@ -194,7 +218,12 @@ def _loop(
     state.order = first.order
     if state.exit_code is not None:
         return
-    failing = [tid for tid in first.order if state.records[tid][-1][1].outcome.is_failure]
+    early = state.early
+    failing = [
+        tid
+        for tid in state.order
+        if not early.final(tid, last := state.records[tid][-1][1]) and last.outcome.is_failure
+    ]
     if not failing:
         return
     if len(failing) > options.max_failures:
@@ -263,6 +292,8 @@ def _attempt(
     state.attempts.append(attempt)
 
     def on_results(results: ProcessResults) -> None:
+        from flakewarden.model import first_line
+
         # Even an interrupted attempt keeps the records it wrote.
         state.add(number, results)
         state.running = [start.id for start in results.running]
@@ -277,9 +308,13 @@ def _attempt(
         options.attempt_timeout,
         measure,
         on_results,
-        while_running=options.while_first_runs if number == 1 else None,
+        while_running=_beside_first_process(options.while_first_runs) if number == 1 else None,
+        early=state.early if number == 1 else None,
     )
     first = run_part(directory, command, select)
+    from flakewarden.runner import consistency
+    from flakewarden.runner.crashes import continue_attempt, finished, worker_crashes
+
     for line in worker_crashes(first, number, options.report_dir):
         say(line)
     attempt.exit_code = first.child.exit_code
@@ -296,7 +331,7 @@ def _attempt(
         state.rootdir = first.results.rootdir or str(options.cwd)
     if first.results.config is None or finished(first):
         _check_session(first.results, state, number)
-        if consistency.check_attempt(attempt, first.results, say):
+        if consistency.check_attempt(attempt, first.results, say, first.counts):
             state.not_green = True  # pytest failed a test the records do not: never green
         return first.results
     continued = continue_attempt(
@@ -323,8 +358,41 @@ def _attempt(
     return continued.results
 
 
+def _beside_first_process(
+    also: Optional[Callable[[], object]],
+) -> Callable[[], None]:
+    """The work run beside attempt 1's process: ``_import_what_follows``, then ``also``."""
+
+    def work() -> None:
+        _import_what_follows()
+        if also is not None:
+            also()
+
+    return work
+
+
+#: What the loop imports where it is used, once a process has exited.
+IMPORTED_AFTER_A_PROCESS = (
+    "flakewarden.runner.consistency",
+    "flakewarden.runner.crashes",
+    "flakewarden.runner.folding",
+    "flakewarden.runner.sessions",
+    "flakewarden.model.run",
+    "flakewarden.model.failure_lines",
+    "datetime",
+)
+
+
+def _import_what_follows() -> None:
+    """Import what the loop needs once a process has exited (see the module's docstring)."""
+    for name in IMPORTED_AFTER_A_PROCESS:
+        importlib.import_module(name)
+
+
 def _check_session(results: ProcessResults, state: _State, number: int) -> None:
     """Turn what pytest said about its session into an end of the run, when it must end."""
+    from flakewarden.runner.sessions import judge_session
+
     verdict = judge_session(results, number)
     state.problems.extend(verdict.problems)
     state.not_green = state.not_green or verdict.not_green

@@ -8,9 +8,9 @@ import gc
 import itertools
 import json
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from flakewarden.model import TestRecord
 
@@ -72,19 +72,26 @@ def read_results(path: Path) -> ProcessResults:
     return RecordReader(path).finish()
 
 
+#: Called with the results so far and the test records just added to them.
+OnRecords = Callable[[ProcessResults, Sequence[TestRecord]], None]
+
+
 class RecordFollower:
     """Reads one process's records in a thread while it runs; ``stop`` returns them all.
 
     The tests' process writes its records as they run; reading them meanwhile (on a
     core pytest does not use) leaves only the last few to read once it exits, instead
-    of the whole file. A follower that failed, or a file deleted meanwhile, falls back
-    to reading the file once at the end, as if nothing had been read before.
+    of the whole file. ``on_records`` gets each batch of test records as it is read,
+    in that thread (the last ones in the caller's, from ``stop``). A follower that
+    failed, or a file deleted meanwhile, falls back to reading the file once at the
+    end, as if nothing had been read before; the results it returns are then new
+    objects, which is how counts kept by ``on_records`` can tell.
     """
 
     INTERVAL = 0.05  # seconds between reads
 
-    def __init__(self, path: Path) -> None:
-        self._reader = RecordReader(path)
+    def __init__(self, path: Path, on_records: Optional[OnRecords] = None) -> None:
+        self._reader = RecordReader(path, on_records)
         self._stop = threading.Event()
         self._failed = False
         self._thread = threading.Thread(target=self._follow, name="flakewarden-records")
@@ -102,9 +109,10 @@ class RecordFollower:
         self._stop.set()
         self._thread.join()
         path = self._reader.path
-        if self._failed or not path.exists():
-            return read_results(path)
-        return self._reader.finish()
+        if not self._failed and path.exists():
+            with contextlib.suppress(Exception):  # an error resurfaces in the reading below
+                return self._reader.finish()
+        return read_results(path)
 
 
 class RecordReader:
@@ -116,9 +124,10 @@ class RecordReader:
     whole file at the end gives.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, on_records: Optional[OnRecords] = None) -> None:
         self.path = path
         self.results = ProcessResults()
+        self._on_records = on_records
         self._running: dict[str, Start] = {}
         self._offset = 0
         self._pending = b""
@@ -152,9 +161,12 @@ class RecordReader:
         # and the plugin writes them unescaped inside strings.
         lines = data.decode("utf-8", errors="replace").split("\n")
         results, running = self.results, self._running
+        before = len(results.tests)
         with gc_paused():
             for data_ in _decode(lines, results):
                 _add(data_, results, running)
+            if self._on_records is not None and len(results.tests) > before:
+                self._on_records(results, results.tests[before:])
 
 
 def _add(data: Any, results: ProcessResults, running: dict[str, Start]) -> None:

@@ -1,0 +1,69 @@
+"""What ``flakewarden run`` imports before the tests start, and what it leaves for later.
+
+Every run's first test waits for what is imported before pytest is spawned; what is
+imported beside the tests costs the run nothing. A child interpreter runs the real
+command on a small suite and notes which modules were loaded when the first process
+was spawned, and which at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+
+from conftest import PYTHON, Project
+
+DRIVER = """
+import json, subprocess, sys
+
+spawned = []
+original = subprocess.Popen.__init__
+
+def noting(self, *args, **kwargs):
+    if not spawned:
+        spawned.append(sorted(sys.modules))
+    original(self, *args, **kwargs)
+
+subprocess.Popen.__init__ = noting
+from flakewarden.cli import main
+
+code = main(["run", "--report-dir", "report", "-q", "--", sys.executable, "-m", "pytest"])
+print(json.dumps({"code": code, "spawned": spawned[0], "end": sorted(sys.modules)}))
+"""
+
+#: Needed only once attempt 1's process has exited: imported beside it, never before.
+AFTER_THE_TESTS = (
+    "datetime",
+    "xml.etree.ElementTree",
+    "flakewarden.history.context",
+    "flakewarden.model.results",
+    "flakewarden.model.run",
+    "flakewarden.reports.junit",
+    "flakewarden.reports.rendered",
+    "flakewarden.reports.report_json",
+    "flakewarden.reports.summary",
+    "flakewarden.runner.consistency",
+    "flakewarden.runner.crashes",
+    "flakewarden.runner.folding",
+    "flakewarden.runner.sessions",
+)
+
+
+def test_what_the_tests_wait_for_is_only_what_starting_them_needs(project: Project) -> None:
+    project.write("tests/test_ok.py", "def test_ok():\n    pass\n")
+    done = subprocess.run(
+        [PYTHON, "-c", textwrap.dedent(DRIVER)],
+        cwd=project.root,
+        env=project.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["code"] == 0
+    before, end = set(seen["spawned"]), set(seen["end"])
+    assert "flakewarden.runner.process" in before
+    assert sorted(before & set(AFTER_THE_TESTS)) == []
+    assert sorted(set(AFTER_THE_TESTS) - end) == []

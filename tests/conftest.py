@@ -108,6 +108,24 @@ class Project:
         )
         return Result(done.returncode, done.stdout, done.stderr, self.root / report_dir)
 
+    def drive(self, source: str, *args: str) -> Any:
+        """Run ``source`` (a script that uses flakewarden's own functions) in a child
+        interpreter, in the project, and return the JSON value its last line prints.
+
+        For tests of what happens inside a run: in-process, the run would make this
+        test's worker the subreaper of every orphan.
+        """
+        done = subprocess.run(
+            [PYTHON, "-c", textwrap.dedent(source), *args],
+            cwd=self.root,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
     def start(self, *args: str, report_dir: str = "report") -> subprocess.Popen[str]:
         """The same ``flakewarden run`` started in the background, for tests that signal it."""
         return subprocess.Popen(

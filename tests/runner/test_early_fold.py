@@ -1,21 +1,17 @@
 """Attempt 1's final tests folded and rendered while the suite runs give the same reports.
 
-A real ``run_attempts`` (real pytest processes, in a child interpreter so that the
-subreaper it becomes is not this test's worker) writes its reports from the tests it
-rendered early; the same report is then written again with nothing rendered early, and
-folded again from the attempts' own record files with nothing folded early. Every
-byte must agree, and the early results must have been used for exactly the tests that
-are final after attempt 1.
+A real ``run_attempts`` (real pytest processes, in a child interpreter) writes its
+reports from the tests it rendered early; the same report is then written again with
+nothing rendered early, and folded again from the attempts' own record files with
+nothing folded early. Every byte must agree, and the early results must have been used
+for exactly the tests that are final after attempt 1.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import textwrap
 from pathlib import Path
 
-from conftest import PYTHON, Project, flaky_module
+from conftest import Project, flaky_module
 
 MIXED = """
 import sys
@@ -89,19 +85,8 @@ def test_reports_from_early_folds_equal_reports_folded_at_the_end(
     project.write("tests/test_mixed.py", MIXED)
     project.write("tests/test_flaky.py", flaky_module("flaky"))
     project.write("tests/test_twice.py", flaky_module("twice"))
-    driver = tmp_path / "driver.py"
-    driver.write_text(textwrap.dedent(DRIVER), encoding="utf-8")
     out = tmp_path / "out"
-    done = subprocess.run(
-        [PYTHON, str(driver), str(project.root), str(out)],
-        cwd=project.root,
-        env=project.env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    seen = json.loads(done.stdout.splitlines()[-1])
+    seen = project.drive(DRIVER, str(project.root), str(out))
 
     outcomes = seen["outcomes"]
     assert outcomes["tests/test_flaky.py::test_flaky"] == "flaky"  # failed, rerun, passed

@@ -8,11 +8,7 @@ was spawned, and which at the end.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import textwrap
-
-from conftest import PYTHON, Project
+from conftest import Project
 
 DRIVER = """
 import json, subprocess, sys
@@ -52,16 +48,7 @@ AFTER_THE_TESTS = (
 
 def test_what_the_tests_wait_for_is_only_what_starting_them_needs(project: Project) -> None:
     project.write("tests/test_ok.py", "def test_ok():\n    pass\n")
-    done = subprocess.run(
-        [PYTHON, "-c", textwrap.dedent(DRIVER)],
-        cwd=project.root,
-        env=project.env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    seen = json.loads(done.stdout.splitlines()[-1])
+    seen = project.drive(DRIVER)
     assert seen["code"] == 0
     before, end = set(seen["spawned"]), set(seen["end"])
     assert "flakewarden.runner.process" in before

@@ -22,9 +22,8 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, NamedTuple, Optional
+from typing import IO, TYPE_CHECKING, Callable, NamedTuple, Optional
 
 from flakewarden import __version__
 from flakewarden.console import plural
@@ -34,11 +33,12 @@ from flakewarden.runner import pytest_args
 from flakewarden.runner.attempt_process import PartRunner
 from flakewarden.runner.coverage_run import coverage_command, merge_coverage
 from flakewarden.runner.early_fold import EarlyFold
+from flakewarden.runner.loop_state import LoopState
 from flakewarden.runner.process import Interrupted, plugin_dir, resolve_executable
 from flakewarden.runner.results import ProcessResults, gc_paused
 
 if TYPE_CHECKING:
-    from flakewarden.model import RunReport, TestRecord
+    from flakewarden.model import RunReport
     from flakewarden.reports.rendered import RenderedTests
 
 
@@ -61,40 +61,6 @@ class RunOptions:
 
 
 Say = Callable[[str], None]
-
-
-@dataclasses.dataclass
-class _State:
-    """What the loop has learned so far."""
-
-    attempts: list[Attempt] = dataclasses.field(default_factory=list)
-    records: dict[str, list[tuple[int, TestRecord]]] = dataclasses.field(default_factory=dict)
-    order: list[str] = dataclasses.field(default_factory=list)
-    problems: list[str] = dataclasses.field(default_factory=list)
-    exit_code: Optional[int] = None  # set when the run must end with this code
-    not_green: bool = False  # collection errors or tests that never ran: at best exit 1
-    interrupted: bool = False
-    cutoff: bool = False
-    rootdir: str = ""
-    command: list[str] = dataclasses.field(default_factory=list)  # attempt 1's, as run
-    first_config: Optional[dict[str, Any]] = None  # what the plugin saw in attempt 1
-    running: list[str] = dataclasses.field(default_factory=list)  # when the last process ended
-    early: EarlyFold = dataclasses.field(default_factory=lambda: EarlyFold(frozenset()))
-
-    def add(self, number: int, results: ProcessResults) -> None:
-        self.add_records(number, results.tests)
-
-    def add_records(self, number: int, records: Sequence[TestRecord]) -> None:
-        for record in records:
-            self.records.setdefault(record.id, []).append((number, record))
-
-    def still_failing(self, ids: Sequence[str], number: int) -> list[str]:
-        failing = []
-        for test_id in ids:
-            mine = [r for n, r in self.records.get(test_id, []) if n == number]
-            if not mine or mine[-1].outcome.is_failure:
-                failing.append(test_id)
-        return failing
 
 
 def now_iso(seconds: Optional[float] = None) -> str:
@@ -131,7 +97,7 @@ def run_attempts(options: RunOptions, say: Say) -> Ran:
     resolve_executable(options.command, options.cwd)
     with timings.phase("claim report dir"):
         claim_directory(options.report_dir, REPORT_FILES)
-    state = _State(early=EarlyFold(options.quarantined))
+    state = LoopState(early=EarlyFold(options.quarantined))
 
     command = list(options.command)
     located = pytest_args.locate(command)
@@ -207,7 +173,7 @@ def _loop(
     command: list[str],
     plugin: Path,
     measure: bool,
-    state: _State,
+    state: LoopState,
     say: Say,
 ) -> None:
     state.command = command
@@ -218,12 +184,7 @@ def _loop(
     state.order = first.order
     if state.exit_code is not None:
         return
-    early = state.early
-    failing = [
-        tid
-        for tid in state.order
-        if not early.final(tid, last := state.records[tid][-1][1]) and last.outcome.is_failure
-    ]
+    failing = state.failing_after_first()
     if not failing:
         return
     if len(failing) > options.max_failures:
@@ -253,7 +214,7 @@ def _loop(
             return
 
 
-def _selection_command(state: _State, node_ids: list[str]) -> list[str]:
+def _selection_command(state: LoopState, node_ids: list[str]) -> list[str]:
     """Attempt 1's command with only the selection replaced: for reruns and continuations."""
     args = (state.first_config or {}).get("args", [])
     split = pytest_args.split_with_invocation(state.command, args)
@@ -267,7 +228,7 @@ def _selection_command(state: _State, node_ids: list[str]) -> list[str]:
 
 def _attempt(
     options: RunOptions,
-    state: _State,
+    state: LoopState,
     plugin: Path,
     number: int,
     command: list[str],
@@ -389,7 +350,7 @@ def _import_what_follows() -> None:
         importlib.import_module(name)
 
 
-def _check_session(results: ProcessResults, state: _State, number: int) -> None:
+def _check_session(results: ProcessResults, state: LoopState, number: int) -> None:
     """Turn what pytest said about its session into an end of the run, when it must end."""
     from flakewarden.runner.sessions import judge_session
 
@@ -400,33 +361,14 @@ def _check_session(results: ProcessResults, state: _State, number: int) -> None:
         state.exit_code = verdict.exit_code
 
 
-def _never_started(results: ProcessResults, state: _State, options: RunOptions) -> int:
+def _never_started(results: ProcessResults, state: LoopState, options: RunOptions) -> int:
     """The command ran but pytest never loaded the plugin."""
     if state.exit_code is not None:
         return int(state.exit_code)  # its records were lost: already said why
-    attempt = state.attempts[-1]
+    from flakewarden.runner.sessions import never_started
+
     log = options.report_dir / "attempts" / "1" / "output.log"
-    tail = _last_line(log)
-    if attempt.exit_code == ExitCode.USAGE_ERROR:
-        state.problems.append(f"pytest reported a usage error: {tail}")
-        return ExitCode.USAGE_ERROR
-    if attempt.exit_code == ExitCode.NO_TESTS_COLLECTED:
-        state.problems.append("no tests were collected")
-        return ExitCode.NO_TESTS_COLLECTED
-    state.problems.append(
-        f"the command exited with {attempt.exit_code} without running pytest's session "
-        f"with the flakewarden plugin (is it a pytest command?): {tail}"
-    )
-    return ExitCode.USAGE_ERROR if attempt.exit_code == 127 else ExitCode.INTERNAL_ERROR
-
-
-def _last_line(log: Path) -> str:
-    """The line that says what went wrong: the last ``error:`` line, else the last line."""
-    try:
-        lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    meaningful = [ln.strip() for ln in lines if ln.strip() and not set(ln.strip()) <= set("=-_ ")]
-    errors = [ln for ln in meaningful if "error:" in ln.lower()]
-    chosen = errors[-1] if errors else (meaningful[-1] if meaningful else "")
-    return chosen[:300]
+    verdict = never_started(state.attempts[-1].exit_code, log)
+    state.problems.extend(verdict.problems)
+    assert verdict.exit_code is not None
+    return verdict.exit_code

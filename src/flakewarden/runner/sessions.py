@@ -10,6 +10,7 @@ collection error or a session that stopped before running every test (``-x``,
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Optional
 
 from flakewarden.model import ExitCode, first_line
@@ -64,3 +65,30 @@ def judge_session(results: ProcessResults, number: int) -> SessionVerdict:
             )
             verdict.not_green = True
     return verdict
+
+
+def never_started(exit_code: Optional[int], log: Path) -> SessionVerdict:
+    """Attempt 1's command exited with ``exit_code`` before pytest loaded the plugin."""
+    tail = _last_line(log)
+    if exit_code == ExitCode.USAGE_ERROR:
+        return SessionVerdict([f"pytest reported a usage error: {tail}"], ExitCode.USAGE_ERROR)
+    if exit_code == ExitCode.NO_TESTS_COLLECTED:
+        return SessionVerdict(["no tests were collected"], ExitCode.NO_TESTS_COLLECTED)
+    problem = (
+        f"the command exited with {exit_code} without running pytest's session "
+        f"with the flakewarden plugin (is it a pytest command?): {tail}"
+    )
+    code = ExitCode.USAGE_ERROR if exit_code == 127 else ExitCode.INTERNAL_ERROR
+    return SessionVerdict([problem], code)
+
+
+def _last_line(log: Path) -> str:
+    """The line that says what went wrong: the last ``error:`` line, else the last line."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    meaningful = [ln.strip() for ln in lines if ln.strip() and not set(ln.strip()) <= set("=-_ ")]
+    errors = [ln for ln in meaningful if "error:" in ln.lower()]
+    chosen = errors[-1] if errors else (meaningful[-1] if meaningful else "")
+    return chosen[:300]

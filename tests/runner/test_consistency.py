@@ -238,3 +238,57 @@ def test_the_counts_kept_while_reading_equals_counting_at_the_end(
     assert counts.counts(results) == recorded_counts(results) != whole
     results.tests.append(dropped)
     assert counts.counts(results) == whole
+
+
+def test_a_failure_hidden_in_a_continuation_after_a_crash_is_still_caught(
+    project: Project,
+) -> None:
+    """The crashed process leaves no counts of pytest's; the continuation's own are compared.
+
+    Without that, the run below said only that the hidden test "never ran after the
+    crash", though the continuation's pytest ran it and counted it failed.
+    """
+    project.write("tests/conftest.py", HIDING_CONFTEST)
+    project.write(
+        "tests/test_c.py",
+        """
+        import os
+        import signal
+        from pathlib import Path
+
+        COUNTER = Path(__file__).parent / ".crashed"
+
+
+        def test_a_crashes_once():
+            if not COUNTER.exists():
+                COUNTER.write_text("1")
+                os.kill(os.getpid(), signal.SIGKILL)
+
+
+        def test_hidden():
+            assert False, "pytest saw this fail"
+
+
+        def test_z_ok():
+            pass
+        """,
+    )
+    result = project.run("--reruns", "1")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.outcomes == {
+        "tests/test_c.py::test_a_crashes_once": "flaky",
+        "tests/test_c.py::test_z_ok": "passed",
+    }
+    attempt = result.report["attempts"][0]
+    assert len(attempt["continuations"]) == 1
+    assert attempt["disagreements"] == [
+        "continuation 1: failed: pytest 1, flakewarden 0",
+        "continuation 1: pytest failed 1 test(s) that flakewarden did not: "
+        "tests/test_c.py::test_hidden (not recorded)",
+    ]
+    warnings = [ln for ln in result.stdout.splitlines() if "disagree" in ln]
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "flakewarden: warning: attempt 1: flakewarden's records disagree with pytest's own"
+    )
+    summary = (result.report_dir / "summary.md").read_text(encoding="utf-8")
+    assert "> - Attempt 1: continuation 1: failed: pytest 1, flakewarden 0" in summary

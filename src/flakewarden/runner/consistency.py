@@ -114,10 +114,32 @@ def check_attempt(
     stats = results.pytest_stats
     if isinstance(stats, dict):
         attempt.pytest_summary = _int_map(stats.get("summary"))
-    checked = disagreements(results, counted)
+    return _record(attempt, disagreements(results, counted), warn, "")
+
+
+def check_continuation(
+    attempt: Attempt,
+    number: int,
+    results: ProcessResults,
+    warn: Warn,
+    counted: Optional[SummaryCounts] = None,
+) -> bool:
+    """The same check for continuation ``number`` of ``attempt``, which ran its own session.
+
+    A crashed process leaves no counts of pytest's to compare; each continuation that
+    finished its session does, and is compared on its own. Its differences join the
+    attempt's, each named by the continuation.
+    """
+    return _record(attempt, disagreements(results, counted), warn, f"continuation {number}: ")
+
+
+def _record(
+    attempt: Attempt, checked: Optional[tuple[list[str], bool]], warn: Warn, prefix: str
+) -> bool:
     if checked is None or not checked[0]:
         return False
     found, missed_failure = checked
-    attempt.disagreements = found
+    found = [prefix + difference for difference in found]
+    attempt.disagreements.extend(found)
     warn(one_line(f"warning: {headline(attempt.number, found)}"))
     return missed_failure

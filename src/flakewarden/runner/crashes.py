@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from flakewarden.model import Attempt, Continuation, ExitCode, PhaseRecord, TestRecord
+from flakewarden.runner import consistency
 from flakewarden.runner.attempt_process import Part
 from flakewarden.runner.process import ChildResult
 from flakewarden.runner.results import ProcessResults
@@ -44,6 +45,8 @@ class Continued:
     not_green: bool = False  # some tests of the attempt never ran
     stopped: bool = False  # more crashes than allowed: a real break
     unexplained: bool = False  # the session never finished and no test can be blamed
+    # A continuation's session failed a test that its records do not (consistency).
+    missed_failure: bool = False
 
 
 def finished(part: Part) -> bool:
@@ -200,6 +203,10 @@ def continue_attempt(
     part, crashes, statuses = first, 0, []
     while True:
         _merge(merged, part.results)
+        if part is not first and finished(part):
+            done.missed_failure |= consistency.check_continuation(
+                attempt, len(attempt.continuations), part.results, say, part.counts
+            )
         if finished(part):
             statuses.append(part.results.exitstatus or ExitCode.OK)
             break

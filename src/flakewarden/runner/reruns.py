@@ -310,6 +310,7 @@ def _attempt(
     state.problems.extend(continued.problems)
     state.cutoff = state.cutoff or continued.stopped
     state.not_green = state.not_green or (continued.not_green and number == 1)
+    state.not_green = state.not_green or continued.missed_failure
     if continued.unexplained:
         if number == 1:
             # Tests after the crash never ran: nothing can make this run green.

@@ -7,11 +7,10 @@ naming the key's path and, for a misspelt key, the nearest valid one.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import reprlib
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from flakewarden.errors import ConfigError
 
@@ -31,8 +30,12 @@ MAX_ATTEMPT_TIMEOUT = 10 * 24 * 3600.0  # seconds: ten days is no limit at all
 NEVER_QUARANTINE = ("race", "deterministic", "error")
 
 
-@dataclasses.dataclass(frozen=True)
-class QuarantinePolicy:
+# The three records below are NamedTuples, not dataclasses: ``flakewarden run`` reads its
+# configuration before the tests start, and importing ``dataclasses`` (it brings ``inspect``
+# and ``ast``) would delay every run's first test by ~14 ms.
+
+
+class QuarantinePolicy(NamedTuple):
     min_failures: int = 3
     require_stress_verdict: bool = True
     stress_runs: int = 200
@@ -46,8 +49,7 @@ class QuarantinePolicy:
     min_runs: int = 20
 
 
-@dataclasses.dataclass(frozen=True)
-class HistoryWindow:
+class HistoryWindow(NamedTuple):
     """The window the flake history scores over (``history:`` in the file)."""
 
     default_branch: Optional[str] = None  # else the repository's default, else main
@@ -56,8 +58,7 @@ class HistoryWindow:
     fell_over_share: float = 0.30  # a run where more tests failed is left out
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     reruns: int = 2
     max_failures: int = 10
     fail_on_flaky: bool = False
@@ -232,19 +233,19 @@ def parse(data: Any, where: str) -> Config:
     top = _check_mapping(where, "", data, TOP_KEYS, nested=("quarantine_policy", "history"))
     policy_data = data.get("quarantine_policy") or {}
     policy_values = _check_mapping(where, "quarantine_policy.", policy_data, POLICY_KEYS)
-    policy = dataclasses.replace(QuarantinePolicy(), **policy_values)
+    policy = QuarantinePolicy(**policy_values)
     if policy.exit_failure_rate >= policy.enter_failure_rate:
         raise ConfigError(
             f"{where}: quarantine_policy.exit_failure_rate ({policy.exit_failure_rate:g}) must be "
             f"below enter_failure_rate ({policy.enter_failure_rate:g}), or tests flap in and out"
         )
     history_values = _check_mapping(where, "history.", data.get("history") or {}, HISTORY_KEYS)
-    history = dataclasses.replace(HistoryWindow(), **history_values)
+    history = HistoryWindow(**history_values)
     if history.window_runs is None and history.window_days is None:
         raise ConfigError(
             f"{where}: history: window_runs and window_days cannot both be null (no window)"
         )
-    return dataclasses.replace(Config(), quarantine_policy=policy, history=history, **top)
+    return Config(quarantine_policy=policy, history=history, **top)
 
 
 def find_default(start: Path) -> Optional[Path]:
@@ -275,7 +276,7 @@ def load(path: Optional[Path], cwd: Path) -> Config:
         return Config()
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
-    return dataclasses.replace(parse(load_yaml(text, str(path)), str(path)), source=path)
+    return parse(load_yaml(text, str(path)), str(path))._replace(source=path)
 
 
 def load_yaml(text: str, where: str) -> Any:

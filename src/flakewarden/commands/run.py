@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import os
 import sys
@@ -167,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     # The tests' output is data: nothing it prints may act as a workflow command.
     with output_fence(options.echo, active=on_actions) as echo:
-        report, rendered = run_attempts(dataclasses.replace(options, echo=echo), say)
+        report, rendered = run_attempts(options._replace(echo=echo), say)
     from flakewarden.history.context import collect_context
     from flakewarden.reports.report_json import write_reports
 

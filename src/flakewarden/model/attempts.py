@@ -1,22 +1,48 @@
-"""One process of a run and the fresh processes that continued it after a crash."""
+"""One process of a run and the fresh processes that continued it after a crash.
+
+Plain classes with the equality and ``repr`` a dataclass would give: an attempt is made
+before its process starts, and importing ``dataclasses`` (it brings ``inspect`` and
+``ast``) would delay every run's first test by ~14 ms.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Optional
 
 
-@dataclasses.dataclass
-class Continuation:
+class _Fields:
+    """Equal when of the same class with equal attributes; shown as its attributes."""
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: unhashable, as a dataclass
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in vars(self).items())
+        return f"{type(self).__name__}({fields})"
+
+
+class Continuation(_Fields):
     """A fresh process that ran the tests a crashed process of the same attempt never reached."""
 
-    command: list[str]
-    reason: str
-    selected: int = 0  # how many tests it was given (the list is in its select.json)
-    exit_code: Optional[int] = None
-    duration: float = 0.0
-    crash: str = ""  # how this process died, when it did too
-    directory: str = ""  # attempts/N/continuation-K relative to the report dir
+    def __init__(
+        self,
+        command: list[str],
+        reason: str,
+        selected: int = 0,  # how many tests it was given (the list is in its select.json)
+        exit_code: Optional[int] = None,
+        duration: float = 0.0,
+        crash: str = "",  # how this process died, when it did too
+        directory: str = "",  # attempts/N/continuation-K relative to the report dir
+    ) -> None:
+        self.command = command
+        self.reason = reason
+        self.selected = selected
+        self.exit_code = exit_code
+        self.duration = duration
+        self.crash = crash
+        self.directory = directory
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -42,28 +68,42 @@ class Continuation:
         )
 
 
-@dataclasses.dataclass
-class Attempt:
+class Attempt(_Fields):
     """One process: the user's command (attempt 1) or a rerun of failed tests.
 
     When that process crashed, the tests it never reached ran in ``continuations``,
     still counted as this attempt.
     """
 
-    number: int
-    command: list[str]
-    reason: str
-    exit_code: Optional[int] = None
-    duration: float = 0.0
-    selected: list[str] = dataclasses.field(default_factory=list)
-    collection_errors: list[str] = dataclasses.field(default_factory=list)
-    directory: str = ""  # attempts/N relative to the report dir
-    # What pytest's own summary line counted (None: not available), and every way
-    # flakewarden's records of this attempt disagree with it (consistency.py).
-    pytest_summary: Optional[dict[str, int]] = None
-    disagreements: list[str] = dataclasses.field(default_factory=list)
-    crash: str = ""  # how its process died before the session finished, when it did
-    continuations: list[Continuation] = dataclasses.field(default_factory=list)
+    def __init__(
+        self,
+        number: int,
+        command: list[str],
+        reason: str,
+        exit_code: Optional[int] = None,
+        duration: float = 0.0,
+        selected: Optional[list[str]] = None,
+        collection_errors: Optional[list[str]] = None,
+        directory: str = "",  # attempts/N relative to the report dir
+        # What pytest's own summary line counted (None: not available), and every way
+        # flakewarden's records of this attempt disagree with it (consistency.py).
+        pytest_summary: Optional[dict[str, int]] = None,
+        disagreements: Optional[list[str]] = None,
+        crash: str = "",  # how its process died before the session finished, when it did
+        continuations: Optional[list[Continuation]] = None,
+    ) -> None:
+        self.number = number
+        self.command = command
+        self.reason = reason
+        self.exit_code = exit_code
+        self.duration = duration
+        self.selected: list[str] = [] if selected is None else selected
+        self.collection_errors: list[str] = [] if collection_errors is None else collection_errors
+        self.directory = directory
+        self.pytest_summary = pytest_summary
+        self.disagreements: list[str] = [] if disagreements is None else disagreements
+        self.crash = crash
+        self.continuations: list[Continuation] = [] if continuations is None else continuations
 
     def to_json(self) -> dict[str, Any]:
         return {

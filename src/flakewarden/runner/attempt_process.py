@@ -9,7 +9,6 @@ process recorded is lost.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,20 +32,29 @@ class Part(NamedTuple):
     counts: SummaryCounts  # the records' counts, kept up while they were read (consistency)
 
 
-@dataclasses.dataclass
 class PartRunner:
-    """Runs the processes of attempts alike: same plugin, environment rules and timeout."""
+    """Runs the processes of attempts alike: same plugin, environment rules and timeout.
 
-    plugin: Path
-    cwd: Path
-    echo: Optional[IO[bytes]]
-    timeout: Optional[float]  # seconds each process may run (--attempt-timeout)
-    measure: bool
-    on_results: Callable[[ProcessResults], None]  # called even when interrupted
-    # Called once, beside the first process (run_child's while_running), then dropped.
-    while_running: Optional[Callable[[], object]] = None
-    # Given the first process's test records in batches as they are read, then dropped.
-    early: Optional[Callable[[Sequence[TestRecord]], None]] = None
+    (A plain class, made before the tests start: see ``loop_state``.)
+    """
+
+    def __init__(
+        self,
+        plugin: Path,
+        cwd: Path,
+        echo: Optional[IO[bytes]],
+        timeout: Optional[float],  # seconds each process may run (--attempt-timeout)
+        measure: bool,
+        on_results: Callable[[ProcessResults], None],  # called even when interrupted
+        *,
+        # Called once, beside the first process (run_child's while_running), then dropped.
+        while_running: Optional[Callable[[], object]] = None,
+        # Given the first process's test records in batches as they are read, then dropped.
+        early: Optional[Callable[[Sequence[TestRecord]], None]] = None,
+    ) -> None:
+        self.plugin, self.cwd, self.echo, self.timeout = plugin, cwd, echo, timeout
+        self.measure, self.on_results = measure, on_results
+        self.while_running, self.early = while_running, early
 
     def __call__(self, where: Path, command: list[str], select: Optional[list[str]]) -> Part:
         where.mkdir(parents=True, exist_ok=True)

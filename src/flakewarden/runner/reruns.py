@@ -19,7 +19,6 @@ test waits for what is imported before the tests start, nothing else does.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import time
 from pathlib import Path
@@ -42,8 +41,10 @@ if TYPE_CHECKING:
     from flakewarden.reports.rendered import RenderedTests
 
 
-@dataclasses.dataclass
-class RunOptions:
+class RunOptions(NamedTuple):
+    """How to run: the command, where, and the policy. (Like every class this module
+    makes before the tests start, not a dataclass: see ``loop_state``.)"""
+
     command: list[str]
     cwd: Path
     report_dir: Path

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import itertools
 import json
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
-from flakewarden.model import TestRecord
+if TYPE_CHECKING:
+    from flakewarden.model import TestRecord
 
 # xdist reports a test whose worker died as a failure in this made-up phase.
 XDIST_CRASH_PHASE = "???"
@@ -27,19 +27,27 @@ class Start(NamedTuple):
     time: float
 
 
-@dataclasses.dataclass
 class ProcessResults:
-    """The plugin's records of one process, in the order they were written."""
+    """The plugin's records of one process, in the order they were written.
 
-    config: Optional[dict[str, Any]] = None
-    tests: list[TestRecord] = dataclasses.field(default_factory=list)
-    collect_errors: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    exitstatus: Optional[int] = None  # None: the session never finished
-    testscollected: int = 0  # as pytest counted them, after deselection
-    corrupt_lines: int = 0
-    pytest_stats: Optional[dict[str, Any]] = None  # pytest's own counts (consistency.py)
-    collected: Optional[list[str]] = None  # the tests the session was to run, in order
-    running: list[Start] = dataclasses.field(default_factory=list)  # started, never finished
+    (A plain class, made before the tests start: see ``loop_state``.)
+    """
+
+    def __init__(
+        self,
+        config: Optional[dict[str, Any]] = None,
+        collected: Optional[list[str]] = None,  # the tests the session was to run, in order
+        testscollected: int = 0,  # as pytest counted them, after deselection
+    ) -> None:
+        self.config = config
+        self.tests: list[TestRecord] = []
+        self.collect_errors: list[tuple[str, str]] = []
+        self.exitstatus: Optional[int] = None  # None: the session never finished
+        self.testscollected = testscollected
+        self.corrupt_lines = 0
+        self.pytest_stats: Optional[dict[str, Any]] = None  # pytest's own counts (consistency)
+        self.collected = collected
+        self.running: list[Start] = []  # started, never finished
 
     @property
     def started(self) -> bool:
@@ -73,7 +81,7 @@ def read_results(path: Path) -> ProcessResults:
 
 
 #: Called with the results so far and the test records just added to them.
-OnRecords = Callable[[ProcessResults, Sequence[TestRecord]], None]
+OnRecords = Callable[[ProcessResults, Sequence["TestRecord"]], None]
 
 
 class RecordFollower:
@@ -159,17 +167,25 @@ class RecordReader:
     def _take(self, data: bytes) -> None:
         # Split at line feeds only: U+2028 and friends are line breaks to splitlines,
         # and the plugin writes them unescaped inside strings.
+        # The records' types are imported with the first records, not before the tests.
+        from flakewarden.model import TestRecord
+
         lines = data.decode("utf-8", errors="replace").split("\n")
         results, running = self.results, self._running
         before = len(results.tests)
         with gc_paused():
             for data_ in _decode(lines, results):
-                _add(data_, results, running)
+                _add(data_, results, running, TestRecord.from_json)
             if self._on_records is not None and len(results.tests) > before:
                 self._on_records(results, results.tests[before:])
 
 
-def _add(data: Any, results: ProcessResults, running: dict[str, Start]) -> None:
+def _add(
+    data: Any,
+    results: ProcessResults,
+    running: dict[str, Start],
+    test_record: Callable[[dict[str, Any]], TestRecord],
+) -> None:
     """One decoded record into ``results``; a record of the wrong shape is counted."""
     try:
         kind = data["kind"]
@@ -178,7 +194,7 @@ def _add(data: Any, results: ProcessResults, running: dict[str, Start]) -> None:
             running.pop(start.id, None)  # keep them in the order they started
             running[start.id] = start
         elif kind == "test":
-            record = _worker_crash(TestRecord.from_json(data))
+            record = _worker_crash(test_record(data))
             if not record.unfinished:
                 # A test the session wrote as unfinished (it ended mid-test) is still
                 # the one that was running, should the process turn out stopped.

@@ -59,3 +59,21 @@ def test_history_show_benchmark_runs_at_a_tiny_size() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "window: last 5 runs on main; 60 tests scored" in done.stdout, done.stdout
     assert "history show --json median s:" in done.stdout, done.stdout
+
+
+def test_stress_fork_benchmark_runs_at_a_tiny_size() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "bench_stress_fork.py"),
+            *("--runs", "3", "--pairs", "1", "--parallel", "1"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ratio fork/spawn at parallel 1:" in done.stdout, done.stdout
+    assert "spawn runs/s" in done.stdout, done.stdout

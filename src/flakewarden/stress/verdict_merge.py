@@ -15,6 +15,7 @@ from flakewarden.stress.verdict import (
     DETERMINISTIC,
     ERROR,
     FLAKY,
+    INCONCLUSIVE,
     NON_IDEMPOTENT,
     NOT_REPRODUCIBLE,
     ORDER_DEPENDENT,
@@ -129,6 +130,14 @@ def merge_verdicts(shards: list[Verdict], names: list[str]) -> Verdict:
     hits = sorted((k for k, p in adjusted.items() if p < stats.ALPHA), key=lambda k: adjusted[k])
     runs = sum(a.runs for a in arms)
     failures = sum(a.failures for a in arms)
+    # A flat rate or a clean record on the pooled counts allows quarantine only when
+    # every runner bounded every knob: one runner's missing power is missing evidence.
+    base.power = {
+        "met": all(shard.bounded for shard, _ in usable),
+        "shards": {label: shard.power for shard, label in usable},
+    }
+    base.load = {label: shard.load for shard, label in usable if shard.load}
+    inconclusive = [(s, label) for s, label in usable if s.verdict == INCONCLUSIVE]
     if hits:
         knob = hits[0]
         base.verdict, base.knob = RACE, knob
@@ -138,6 +147,11 @@ def merge_verdicts(shards: list[Verdict], names: list[str]) -> Verdict:
         base.rule = (
             f"merge race: Holm-adjusted one-sided Fisher p = {adjusted[knob]:.3g} < {stats.ALPHA}"
         )
+    elif inconclusive:
+        shard, label = inconclusive[0]
+        base.verdict = INCONCLUSIVE
+        base.reason = f"on {label}: {shard.reason}"
+        base.rule = f"merge: an inconclusive shard leaves the question open; {shard.rule}"
     elif failures:
         base.verdict = FLAKY
         base.reason = (

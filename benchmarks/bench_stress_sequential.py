@@ -73,19 +73,19 @@ def simulate(case: Case, rng: random.Random, args: argparse.Namespace) -> Outcom
             break
         shares = sequential.allocation()
         round_seconds = 0.0
-        counts: dict[str, Counts] = {}
+        counts: dict[str, list[Counts]] = {}
         for arm, processes in shares.items():
             rate = case.knobs.get(arm, case.baseline)
-            n = processes * args.repeat
-            failed = sum(rng.random() < rate for _ in range(n))
-            counts[arm] = Counts(n, failed)
-            runs += n
+            counts[arm] = [
+                Counts(args.repeat, sum(rng.random() < rate for _ in range(args.repeat)))
+                for _ in range(processes)
+            ]
+            runs += processes * args.repeat
             round_seconds += processes * (args.process_seconds + args.repeat * args.test_seconds)
         round_seconds /= args.parallel
         seconds += round_seconds
         longest = max(longest, round_seconds)
-        base = counts.pop("baseline")
-        sequential.add_round(base, counts)
+        sequential.add_round(counts)
         if sequential.races():
             return Outcome("race", False, runs, seconds)
         if sequential.settled():

@@ -154,10 +154,12 @@ def _verdicts(path: str, value: Any) -> tuple[str, ...]:
         raise ConfigError(f"{path}: expected a list of verdicts, got {shown(value)}")
     for verdict in value:
         if verdict in NEVER_QUARANTINE:
-            raise ConfigError(
-                f"{path}: {shown(verdict)} can never allow a quarantine "
-                "(a race or a real break must be fixed, not hidden)"
+            why = (
+                "the runs ended before a knob's effect was found or ruled out"
+                if verdict == "inconclusive"
+                else "a race or a real break must be fixed, not hidden"
             )
+            raise ConfigError(f"{path}: {shown(verdict)} can never allow a quarantine ({why})")
         if verdict not in VERDICTS:
             raise ConfigError(
                 f"{path}: unknown verdict {shown(verdict)}{_nearest(verdict[:SHOWN], VERDICTS)}"

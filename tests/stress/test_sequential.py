@@ -47,13 +47,15 @@ def _trial(rng: random.Random, base: float, knob: dict[str, float], rounds: int)
     sequential = Sequential(KNOBS)
     for _ in range(rounds):
         shares = sequential.allocation()
-        counts = {
-            arm: Counts(
-                20 * share, sum(rng.random() < knob.get(arm, base) for _ in range(20 * share))
-            )
-            for arm, share in shares.items()
-        }
-        sequential.add_round(counts.pop("baseline"), counts)
+        sequential.add_round(
+            {
+                arm: [
+                    Counts(20, sum(rng.random() < knob.get(arm, base) for _ in range(20)))
+                    for _ in range(share)
+                ]
+                for arm, share in shares.items()
+            }
+        )
         if sequential.races():
             break
     return sequential
@@ -100,7 +102,7 @@ def test_the_anytime_bound_covers_the_true_rate_at_every_look() -> None:
 def test_a_clean_knob_is_bounded_then_gets_no_more_runs() -> None:
     sequential = Sequential(KNOBS)
     for _ in range(40):
-        sequential.add_round(Counts(40, 0), {k: Counts(40, 0) for k in KNOBS})
+        sequential.add_round({k: [Counts(20, 0)] * 2 for k in ("baseline", *KNOBS)})
     # 1,600 clean runs bound each knob's rate below 0.25% (ln 10 / 1600 = 0.14%).
     assert all(sequential.state(k) == BOUNDED for k in KNOBS)
     assert sequential.settled()
@@ -116,7 +118,7 @@ def test_a_clean_knob_is_bounded_then_gets_no_more_runs() -> None:
 def test_an_open_knob_says_how_many_runs_would_settle_it() -> None:
     sequential = Sequential(KNOBS)
     for _ in range(5):
-        sequential.add_round(Counts(20, 0), {k: Counts(20, 0) for k in KNOBS})
+        sequential.add_round({k: [Counts(20, 0)] for k in ("baseline", *KNOBS)})
     assert sequential.state("cpu-load") == OPEN
     more = sequential.runs_to_settle("cpu-load")
     # 100 clean runs so far; about ln(10) / 0.25% = 921 are needed at the margin.
@@ -126,8 +128,12 @@ def test_an_open_knob_says_how_many_runs_would_settle_it() -> None:
 def test_a_leaning_knob_gets_twice_the_runs_of_an_open_one() -> None:
     sequential = Sequential(KNOBS)
     sequential.add_round(
-        Counts(20, 0),
-        {"switch-interval": Counts(20, 3), "cpu-load": Counts(20, 0), "throttle": Counts(20, 0)},
+        {
+            "baseline": [Counts(20, 0)],
+            "switch-interval": [Counts(20, 3)],
+            "cpu-load": [Counts(20, 0)],
+            "throttle": [Counts(20, 0)],
+        }
     )
     assert sequential.leans("switch-interval")
     assert sequential.allocation() == {

@@ -164,8 +164,8 @@ def test_check_then_act_thread_race_is_a_race_under_the_switch_interval(tmp_path
     assert data["power"]["knobs"]["switch-interval"]["e_value"] >= 60
     assert switch["p_adjusted"] <= 0.05
     assert "mixture likelihood ratio" in data["rule"]
-    # The first look settles a race this strong: stress stops there.
-    assert data["statistics"]["looks_taken"] == 1
+    # Stress stops as soon as the evidence crosses the threshold, not at a round count.
+    assert data["statistics"]["ended_by"] == "race"
     entry = data["known_race_entry"]
     assert test_id in entry and "knob: switch-interval" in entry
     assert "known-race-patterns" in result.stdout and test_id in result.stdout
@@ -670,3 +670,26 @@ def test_stress_report_dir_never_deletes_what_flakewarden_did_not_write(tmp_path
     assert result.returncode == 4
     assert "already holds processes that flakewarden did not write" in result.stderr
     assert (mine / "processes" / "notes.txt").read_text(encoding="utf-8") == "user data"
+
+
+def test_a_merge_keeps_the_largest_increase_the_shards_left_for_the_policy() -> None:
+    from flakewarden.commands.stress import verdict_bound
+
+    def bounded(runner: str, increase: float, base: tuple[int, int]) -> Verdict:
+        shard = _shard(runner, base, (base[0], base[1]))
+        shard.power = {
+            "met": True,
+            "max_increase": increase,
+            "baseline": {"runs": base[1], "failures": base[0]},
+            "knobs": {"cpu-load": {"state": "bounded", "statement": "s"}},
+        }
+        shard.load = {"throttle": {"target": 4.0, "slowdown": 4.2, "reached": True}}
+        return shard
+
+    merged = merge_verdicts(
+        [bounded("one", 0.001, (2, 200)), bounded("two", 0.002, (4, 200))], ["a", "b"]
+    )
+    assert merged.verdict == "flaky" and merged.quarantine_allowed
+    assert verdict_bound(merged) == {"met": True, "max_increase": 0.002, "baseline_rate": 0.02}
+    assert sorted(merged.power["knobs"]) == ["cpu-load@one", "cpu-load@two"]
+    assert sorted(merged.load) == ["throttle@one", "throttle@two"]

@@ -102,8 +102,9 @@ class Recording:
         self.added: list[int] = []
         self.discarded: list[int] = []
 
-    def add(self, pid: int) -> None:
+    def add(self, pid: int, results: Optional[Path] = None) -> None:
         assert os.getpgid(pid) == pid
+        assert results is not None and results.name == "results.jsonl"
         self.added.append(pid)
 
     def discard(self, pid: int) -> None:

@@ -165,7 +165,6 @@ def unmet_conditions(
                     f"its stress verdict {verdict!r} is not one the policy allows ({allowed}; "
                     "quarantine_policy.allowed_verdicts)"
                 )
-            unmet += bound_conditions(verdict, marker, policy)
             at = parse_time(marker.get("verdict_at"))
             if at is None:
                 unmet.append("its stress verdict has no readable date (verdict_at)")
@@ -177,6 +176,9 @@ def unmet_conditions(
                         f"{policy.verdict_max_age_days:g} (quarantine_policy.verdict_max_age_days)"
                         "; stress it again"
                     )
+    if verdict is not None:
+        # Relaxing the verdict's presence never admits a recorded one that bounds nothing.
+        unmet += bound_conditions(verdict, marker, policy)
     listed = race_entry_for(test_id, races)
     if listed is not None:
         unmet.append(f"it is listed as a known race in {race_file}:\n{listed}")

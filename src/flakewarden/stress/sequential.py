@@ -71,6 +71,16 @@ class Counts(NamedTuple):
     failures: int
 
 
+def _total(processes: Sequence[Counts]) -> Counts:
+    return Counts(sum(p.runs for p in processes), sum(p.failures for p in processes))
+
+
+def _units(processes: Sequence[Counts]) -> Counts:
+    """Processes as the units: how many ran, and how many failed at least once."""
+    ran = [p for p in processes if p.runs]
+    return Counts(len(ran), sum(1 for p in ran if p.failures))
+
+
 def _log_sum(values: Iterable[float]) -> float:
     items = list(values)
     if not items:
@@ -160,7 +170,15 @@ class RateBound:
         threshold = math.log(1 / self.beta)
         if self.log_martingale(1.0 - 1e-12) < threshold:
             return 1.0
-        low, high = self.failures / self.runs, 1.0
+        low = self.failures / self.runs
+        # The martingale need not grow with q everywhere: a candidate above the first
+        # crossing may still be unexcluded. The bound is above every unexcluded point
+        # of a fine grid, then found by bisection from the highest such point.
+        grid = [low + (1.0 - low) * i / 100 for i in range(1, 100)]
+        unexcluded = [q for q in grid if self.log_martingale(q) < threshold]
+        if unexcluded:
+            low = max(low, unexcluded[-1])
+        high = 1.0
         for _ in range(50):
             mid = (low + high) / 2
             if self.log_martingale(mid) >= threshold:
@@ -186,16 +204,19 @@ class KnobBound(NamedTuple):
     increase: float  # upper - baseline_rate, at least 0
     margin: float
     runs: int
+    unit: str = "runs"  # "processes" when the failures cluster by process
 
     @property
     def met(self) -> bool:
         return self.increase <= self.margin
 
     def describe(self, beta: float = BETA) -> str:
+        what = "rate" if self.unit == "runs" else "share of failing processes"
         return (
-            f"a knob raising the rate above {100 * self.upper:.2f}% (baseline "
+            f"a knob raising the {what} above {100 * self.upper:.2f}% (baseline "
             f"{100 * self.baseline_rate:.2f}% + {100 * self.increase:.2f} points) would have "
-            f"been seen with {100 * (1 - beta):.0f}% probability in its {self.runs} runs"
+            f"been seen with {100 * (1 - beta):.0f}% probability in its {self.runs:,} "
+            f"{self.unit}"
         )
 
 
@@ -214,31 +235,94 @@ class Sequential:
         self.alpha, self.beta = alpha, beta
         self.margin = DEFAULT_MARGIN if margin is None else margin
         self.base = Counts(0, 0)
-        self.rate_bounds = {k: RateBound(beta) for k in self.knobs}
         self.totals: dict[str, Counts] = {k: Counts(0, 0) for k in self.knobs}
         self.log_lr: dict[str, list[float]] = {k: [0.0] * len(PSI_GRID) for k in self.knobs}
-        self.looks = 0
+        self.rate_bounds: dict[str, RateBound] = {}
+        self.process_bounds: dict[str, RateBound] = {}
+        # every process's (runs, failures), per arm: what the clustering check reads
+        self.processes: dict[str, list[Counts]] = {}
         self._bounds: dict[str, KnobBound] = {}
+        self._clustered: dict[str, bool] = {}
+        for arm in ("baseline", *self.knobs):
+            self.reset(arm)
 
     @property
     def threshold(self) -> float:
         """The e-value a knob must reach: Bonferroni over the knobs on Ville's bound."""
         return len(self.knobs) / self.alpha
 
-    def add_round(self, base: Counts, arms: Mapping[str, Counts]) -> None:
-        """One round: the baseline's runs and failures, and each sampled knob's."""
-        self.looks += 1
-        self._bounds = {}
+    def reset(self, arm: str) -> None:
+        """Forget an arm's bound and counts (a load knob escalated: a new rate to bound).
+
+        The race evidence is kept: it stays a test martingale across levels.
+        """
+        self.rate_bounds[arm] = RateBound(self.beta)
+        self.process_bounds[arm] = RateBound(self.beta)
+        self.processes[arm] = []
+        if arm in self.totals:
+            self.totals[arm] = Counts(0, 0)
+        self._bounds, self._clustered = {}, {}
+
+    def add_round(self, rounds: Mapping[str, Sequence[Counts]]) -> None:
+        """One round: for the baseline and each sampled knob, every process's runs and failures.
+
+        The race evidence counts *processes that failed*, not runs: runs repeated
+        in one process share its state (a module fixture, a poisoned cache), so
+        they are not independent, while processes are. The bound counts runs,
+        unless the failures cluster by process (``clustered``).
+        """
+        self._bounds, self._clustered = {}, {}
+        base_processes = rounds.get("baseline", [])
+        base = _total(base_processes)
         self.base = Counts(self.base.runs + base.runs, self.base.failures + base.failures)
-        for knob, counts in arms.items():
+        self._record("baseline", base_processes)
+        base_units = _units(base_processes)
+        for knob in self.knobs:
+            processes = rounds.get(knob, [])
+            counts = _total(processes)
             if counts.runs == 0:
                 continue
-            self.rate_bounds[knob].add(counts)
+            self._record(knob, processes)
             total = self.totals[knob]
             self.totals[knob] = Counts(total.runs + counts.runs, total.failures + counts.failures)
+            units = _units(processes)
             ratios = self.log_lr[knob]
             for i, psi in enumerate(PSI_GRID):
-                ratios[i] += conditional_log_lr(base, counts, psi)
+                ratios[i] += conditional_log_lr(base_units, units, psi)
+
+    def _record(self, arm: str, processes: Sequence[Counts]) -> None:
+        if not processes:
+            return
+        self.rate_bounds[arm].add(_total(processes))
+        self.process_bounds[arm].add(_units(processes))
+        self.processes[arm].extend(processes)
+
+    def clustered(self, arm: str) -> bool:
+        """The arm's failures bunch into fewer processes than independent runs would give.
+
+        Under independent runs at the arm's observed rate, the number of
+        processes with at least one failure has a known mean and variance; a
+        count more than 1.645 standard deviations below it (one-sided 5%) says
+        the runs of a process share their fate, and the bound then counts
+        processes instead of runs.
+        """
+        cached = self._clustered.get(arm)
+        if cached is not None:
+            return cached
+        self._clustered[arm] = found = self._clusters(self.processes[arm])
+        return found
+
+    @staticmethod
+    def _clusters(processes: Sequence[Counts]) -> bool:
+        total = _total(processes)
+        if total.failures < 2:
+            return False
+        rate = total.failures / total.runs
+        chances = [1 - (1 - rate) ** p.runs for p in processes]
+        mean = math.fsum(chances)
+        variance = math.fsum(c * (1 - c) for c in chances)
+        observed = sum(1 for p in processes if p.failures)
+        return variance > 0 and (observed - mean) / math.sqrt(variance) < -1.645
 
     def e_value(self, knob: str) -> float:
         """The mixture martingale's value: evidence that the knob raises the rate."""
@@ -256,10 +340,19 @@ class Sequential:
     def bound(self, knob: str) -> KnobBound:
         cached = self._bounds.get(knob)
         if cached is None:
-            upper = self.rate_bounds[knob].upper()
-            base = self.baseline_rate
+            if self.clustered(knob) or self.clustered("baseline"):
+                upper = self.process_bounds[knob].upper()
+                base_units = _units(self.processes["baseline"])
+                base = base_units.failures / base_units.runs if base_units.runs else 0.0
+                unit = "processes"
+                count = len(self.processes[knob])
+            else:
+                upper = self.rate_bounds[knob].upper()
+                base = self.baseline_rate
+                unit = "runs"
+                count = self.totals[knob].runs
             cached = KnobBound(
-                upper, base, max(0.0, upper - base), self.margin.at(base), self.totals[knob].runs
+                upper, base, max(0.0, upper - base), self.margin.at(base), count, unit
             )
             self._bounds[knob] = cached
         return cached
@@ -301,28 +394,40 @@ class Sequential:
         shares["baseline"] = max([1, *shares.values()])
         return shares
 
-    def runs_to_settle(self, knob: str) -> int:
-        """About how many more runs of this knob (and as many of the baseline) would settle it."""
+    def runs_to_settle(self, knob: str) -> Optional[int]:
+        """About how many more runs of this knob (and as many of the baseline) would settle it.
+
+        None when more runs at the rates seen so far would settle nothing: the
+        knob's rate is already above what the margin allows, yet no race.
+        """
         total = self.totals[knob]
         if total.runs == 0:
-            return 0
+            return None
         if self.leans(knob):
             log_e = math.log(max(self.e_value(knob), 1.0 + 1e-9))
             need = math.log(self.threshold)
             return max(1, math.ceil(total.runs * (need / log_e - 1)))
         rate = total.failures / total.runs
         target = self.baseline_rate + self.margin.at(self.baseline_rate)
-        if rate >= target:
-            return 0
-        n = total.runs
+        fixed_now = upper_bound(total.failures, total.runs, 1 - self.beta)
         # The fixed-sample bound at the same rate, widened for any number of looks by the
         # ratio the anytime bound has to it now.
-        widen = max(1.0, self.bound(knob).upper / max(upper_bound(total.failures, n), 1e-12))
-        while n < 10_000_000:
+        widen = max(1.0, self.bound(knob).upper / max(fixed_now, 1e-12))
+        if widen * rate >= target:
+            return None
+        n = total.runs
+        for _ in range(20):  # up to a million times the runs so far
             n *= 2
-            if widen * upper_bound(round(rate * n), n, 1 - self.beta) <= target:
-                break
-        return max(0, n - total.runs)
+            failures = round(rate * n)
+            # The normal approximation past a few thousand failures: the exact bound
+            # costs time in proportion to the failures.
+            if failures > 2000:
+                estimate = rate + 1.2816 * math.sqrt(rate * (1 - rate) / n)
+            else:
+                estimate = upper_bound(failures, n, 1 - self.beta)
+            if widen * estimate <= target:
+                return max(0, n - total.runs)
+        return None
 
     def describe(self) -> str:
         return (

@@ -76,10 +76,11 @@ class DutyThrottle:
                 self._waiting[pid] = results
 
     def discard(self, pid: int) -> None:
+        # Under the lock, so that no stop from the cycle can land after this continue.
         with self._lock:
             self._groups.discard(pid)
             self._waiting.pop(pid, None)
-        stop_group(pid, signal.SIGCONT)
+            stop_group(pid, signal.SIGCONT)
 
     def _admit(self) -> None:
         with self._lock:
@@ -92,9 +93,8 @@ class DutyThrottle:
 
     def _signal_all(self, signum: int) -> None:
         with self._lock:
-            groups = list(self._groups)
-        for pid in groups:
-            stop_group(pid, signum)
+            for pid in self._groups:
+                stop_group(pid, signum)
 
     def _cycle(self) -> None:
         on = self.period * self.run_share

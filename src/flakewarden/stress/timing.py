@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Callable
 
+from flakewarden.model import AttemptOutcome
 from flakewarden.stress.load import LOAD_KNOBS, LoadArm
 from flakewarden.stress.runs import NO_RANDOMLY, SWITCH_INTERVAL, Job, JobResult, Runner
 from flakewarden.stress.sequential import Counts, Sequential
@@ -105,8 +106,7 @@ def _shares(stress: Runner, evidence: TimingEvidence) -> dict[str, int]:
 
 
 def _round(stress: Runner, evidence: TimingEvidence, shares: dict[str, int]) -> None:
-    arms = evidence.arms
-    before = {name: Counts(arm.runs, arm.failures) for name, arm in arms.items()}
+    evidence.round = {}
     steps: list[Callable[[], None]] = [
         lambda: _unloaded_step(stress, evidence, shares),
         lambda: _burn_step(stress, evidence, shares["cpu-load"]),
@@ -115,17 +115,14 @@ def _round(stress: Runner, evidence: TimingEvidence, shares: dict[str, int]) -> 
     shift = evidence.looks % len(steps)
     for step in steps[shift:] + steps[:shift]:
         step()
-    delta = {
-        name: Counts(arm.runs - before[name].runs, arm.failures - before[name].failures)
-        for name, arm in arms.items()
-    }
-    base = delta.pop("baseline")
-    evidence.sequential.add_round(base, delta)
+    evidence.sequential.add_round(evidence.round)
     evidence.looks += 1
     for knob, load in evidence.loads.items():
         level = load.level_name()
         reached = load.slowdown(evidence.base_durations)
         if load.escalate(evidence.base_durations):
+            # The knob is now a heavier load: its bound starts afresh at the new level.
+            evidence.sequential.reset(knob)
             stress.notes.append(
                 f"timing: {knob} reached {reached or 0:.1f}x at {level}, short of the target; "
                 f"escalated to {load.level_name()}"
@@ -134,6 +131,24 @@ def _round(stress: Runner, evidence: TimingEvidence, shares: dict[str, int]) -> 
 
 def _durations(results: Sequence[JobResult]) -> list[float]:
     return [r.duration for result in results for r in result.records]
+
+
+def _per_process(results: Sequence[JobResult]) -> list[Counts]:
+    """Each process's runs and failures, counted as ``Runner.tally`` counts them."""
+    out = []
+    for result in results:
+        ran = [r for r in result.records if r.outcome != AttemptOutcome.SKIPPED]
+        failed = sum(1 for r in ran if r.outcome.is_failure)
+        died = int(result.died)
+        out.append(Counts(len(ran) + died, failed + died))
+    return out
+
+
+def _count(
+    stress: Runner, evidence: TimingEvidence, arm: str, results: Sequence[JobResult]
+) -> None:
+    stress.tally(evidence.arms[arm], results)
+    evidence.round.setdefault(arm, []).extend(_per_process(results))
 
 
 def _jobs(
@@ -164,8 +179,8 @@ def _unloaded_step(stress: Runner, evidence: TimingEvidence, shares: dict[str, i
     if not jobs:
         return
     results = stress.run_jobs(jobs, max(1, stress.options.cores // 2))
-    stress.tally(evidence.arms["baseline"], results[:base_count])
-    stress.tally(evidence.arms["switch-interval"], results[base_count:])
+    _count(stress, evidence, "baseline", results[:base_count])
+    _count(stress, evidence, "switch-interval", results[base_count:])
     evidence.base_durations.extend(_durations(results[:base_count]))
 
 
@@ -177,7 +192,7 @@ def _burn_step(stress: Runner, evidence: TimingEvidence, share: int) -> None:
     load = evidence.loads["cpu-load"]
     jobs = _jobs(stress, "cpu-load", count, evidence.per_process, {})
     results = stress.run_jobs(jobs, 1, burn=load.burners)
-    stress.tally(evidence.arms["cpu-load"], results)
+    _count(stress, evidence, "cpu-load", results)
     load.record(_durations(results))
 
 
@@ -190,7 +205,7 @@ def _throttle_step(stress: Runner, evidence: TimingEvidence, share: int) -> None
     jobs = _jobs(stress, "throttle", count, evidence.per_process, {})
     with throttled(load.run_share, period_for(stress.test_seconds)) as throttle:
         results = stress.run_jobs(jobs, max(1, stress.options.cores // 2), throttle=throttle)
-    stress.tally(evidence.arms["throttle"], results)
+    _count(stress, evidence, "throttle", results)
     load.record(_durations(results))
 
 

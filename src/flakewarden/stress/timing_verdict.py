@@ -14,7 +14,7 @@ from typing import Optional
 from flakewarden.stress.causes import also_non_idempotent
 from flakewarden.stress.load import LOAD_KNOBS, LoadArm
 from flakewarden.stress.runs import Runner
-from flakewarden.stress.sequential import OPEN, Sequential, knob_summary
+from flakewarden.stress.sequential import OPEN, Counts, Sequential, knob_summary
 from flakewarden.stress.verdict import (
     FLAKY,
     INCONCLUSIVE,
@@ -50,6 +50,7 @@ class TimingEvidence:
         self.processes = processes
         self.fresh_only = fresh_only
         self.base_durations: list[float] = []
+        self.round: dict[str, list[Counts]] = {}  # this round's processes, per arm
         self.looks = 0
         self.ended_by = ""
         self.seconds = 0.0
@@ -117,7 +118,10 @@ def _budget_to_settle(stress: Runner, evidence: TimingEvidence) -> Optional[floa
     runs = sum(a.runs for a in evidence.arms.values())
     if not open_knobs or not runs or evidence.seconds <= 0:
         return None
-    more = max(sequential.runs_to_settle(k) for k in open_knobs) * (len(open_knobs) + 1)
+    needed = [sequential.runs_to_settle(k) for k in open_knobs]
+    if any(n is None for n in needed):
+        return None
+    more = max(n or 0 for n in needed) * (len(open_knobs) + 1)
     total = stress.options.budget_seconds + more * evidence.seconds / runs
     return float(math.ceil(total / 60) * 60)
 
@@ -150,7 +154,7 @@ def _open_text(stress: Runner, evidence: TimingEvidence) -> str:
         + (
             f": a budget of about {budget:.0f} s (--budget-seconds {budget:.0f}) should settle it"
             if budget
-            else ""
+            else ": more runs at the rates seen would not bound it within the margin"
         )
     )
 

@@ -33,6 +33,35 @@ def _shard_label(verdict: Verdict, fallback: str) -> str:
     return runner or fallback
 
 
+def _merged_power(usable: list[tuple[Verdict, str]]) -> dict[str, object]:
+    """The shards' bounds together: met only when every shard bounded every knob.
+
+    The largest increase any shard left unexcluded is the merged one, compared
+    with the margin at the highest baseline rate of the shards, which is what a
+    quarantine policy reads from the marker.
+    """
+    powers = [(shard.power, label) for shard, label in usable]
+    increases = [p.get("max_increase") for p, _ in powers]
+    knobs: dict[str, object] = {}
+    for power, label in powers:
+        for knob, row in (power.get("knobs") or {}).items():
+            knobs[f"{knob}@{label}"] = row
+    merged: dict[str, object] = {
+        "met": bool(usable) and all(shard.bounded for shard, _ in usable),
+        "margin": next((p.get("margin") for p, _ in powers if p.get("margin")), ""),
+        "knobs": knobs,
+        "shards": {label: power for power, label in powers},
+    }
+    if increases and all(isinstance(i, (int, float)) for i in increases):
+        merged["max_increase"] = max(float(i) for i in increases if i is not None)
+        worst = max(
+            (p.get("baseline") or {} for p, _ in powers),
+            key=lambda b: int(b.get("failures") or 0) / int(b.get("runs") or 1),
+        )
+        merged["baseline"] = dict(worst)
+    return merged
+
+
 def merge_verdicts(shards: list[Verdict], names: list[str]) -> Verdict:
     """One verdict from several runners' shards of the same test.
 
@@ -132,11 +161,12 @@ def merge_verdicts(shards: list[Verdict], names: list[str]) -> Verdict:
     failures = sum(a.failures for a in arms)
     # A flat rate or a clean record on the pooled counts allows quarantine only when
     # every runner bounded every knob: one runner's missing power is missing evidence.
-    base.power = {
-        "met": all(shard.bounded for shard, _ in usable),
-        "shards": {label: shard.power for shard, label in usable},
+    base.power = _merged_power(usable)
+    base.load = {
+        f"{knob}@{label}": summary
+        for shard, label in usable
+        for knob, summary in shard.load.items()
     }
-    base.load = {label: shard.load for shard, label in usable if shard.load}
     inconclusive = [(s, label) for s, label in usable if s.verdict == INCONCLUSIVE]
     if hits:
         knob = hits[0]
@@ -163,8 +193,13 @@ def merge_verdicts(shards: list[Verdict], names: list[str]) -> Verdict:
         base.verdict = NOT_REPRODUCIBLE
         base.reason = (
             f"no failure in {runs} runs over {len(usable)} runners; the failure rate is below "
-            f"{100 * stats.upper_bound(0, runs):.2f}% (95% one-sided Clopper-Pearson). "
-            "This is not evidence that it is not a race."
+            f"{100 * stats.upper_bound(0, runs):.2f}% (95% one-sided Clopper-Pearson), and "
+            + (
+                "every runner bounded every knob within the margin"
+                if base.bounded
+                else "not every runner bounded every knob within the margin: quarantine is "
+                "refused, absence of a failure in too few runs is not evidence"
+            )
         )
         base.rule = "merge not-reproducible: zero failures on every shard"
     return base

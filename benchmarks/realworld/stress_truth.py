@@ -363,7 +363,16 @@ def main() -> int:
             "runs": data.get("runs"),
             "seconds": round(elapsed, 1),
             "match": match,
+            "quarantine_allowed": bool(data.get("quarantine_allowed")),
+            "ended_by": (data.get("statistics") or {}).get("ended_by", ""),
         }
+    for name, row in results.items():
+        # Rows kept from an earlier run: what their verdict files say, when still there.
+        verdict_file = work / f"{name}-stress" / "verdict.json"
+        if "quarantine_allowed" not in row and verdict_file.exists():
+            kept = json.loads(verdict_file.read_text(encoding="utf-8"))
+            row["quarantine_allowed"] = bool(kept.get("quarantine_allowed"))
+            row["ended_by"] = (kept.get("statistics") or {}).get("ended_by", "")
     results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     write_table(results)
     return 0 if all(r["match"] for r in results.values()) else 1
@@ -387,9 +396,9 @@ def write_table(results: dict[str, dict[str, object]]) -> None:
         "`flakewarden stress` with default options (`--order-from` a recorded shuffled run",
         "where the case has one).",
         "",
-        "| case | project | version | test | measured truth (loops) | verdict | named "
-        "| non-idempotence noted | match | runs | time |",
-        "|---|---|---|---|---|---|---|---|---|---:|---:|",
+        "| case | project | version | test | measured truth (loops) | verdict | quarantine "
+        "| named | non-idempotence noted | match | runs | time |",
+        "|---|---|---|---|---|---|---|---|---|---|---:|---:|",
     ]
     for case in CASES:
         if case.name not in results:
@@ -414,9 +423,12 @@ def write_table(results: dict[str, dict[str, object]]) -> None:
             named = f"polluter `{row['polluter']}`"
         elif row.get("seed") is not None:
             named = f"seed {row['seed']}"
+        quarantine = {True: "allowed", False: "refused"}.get(row.get("quarantine_allowed"), "")
+        if quarantine and row.get("ended_by"):
+            quarantine += f" ({row['ended_by']})"
         lines.append(
             f"| {case.name} | {case.project} | {case.version} | `{case.test_id}` "
-            f"| **{truth['truth']}** ({loops}) | `{row['verdict']}` | {named} "
+            f"| **{truth['truth']}** ({loops}) | `{row['verdict']}` | {quarantine} | {named} "
             f"| {'yes' if row['non_idempotent'] else 'no'} "
             f"| {'yes' if row['match'] else '**no**'} | {row['runs']} | {row['seconds']:.0f} s |"
         )

@@ -72,7 +72,7 @@ def test_a_group_is_continued_when_discarded_and_when_the_throttle_ends() -> Non
         proc.wait()
 
 
-def test_a_gated_group_is_throttled_only_once_its_test_has_started(tmp_path: Path) -> None:
+def test_a_gated_group_is_throttled_only_while_its_test_runs(tmp_path: Path) -> None:
     results = tmp_path / "results.jsonl"
     results.write_text('{"kind": "config"}\n', encoding="utf-8")
     proc = _child("import time\nwhile True: time.sleep(0.001)\n")
@@ -89,6 +89,14 @@ def test_a_gated_group_is_throttled_only_once_its_test_has_started(tmp_path: Pat
             while proc.pid not in throttle._groups and time.monotonic() < deadline:
                 time.sleep(0.005)
             assert proc.pid in throttle._groups and proc.pid not in throttle._waiting
+            # The session's end releases it: its exit is not what the knob is about.
+            with open(results, "a", encoding="utf-8") as stream:
+                stream.write('{"kind": "session", "exitstatus": 0}\n')
+            while proc.pid in throttle._groups and time.monotonic() < deadline:
+                time.sleep(0.005)
+            assert proc.pid not in throttle._groups
+            time.sleep(0.02)
+            assert _state(proc.pid) != "T"
     finally:
         proc.kill()
         proc.wait()

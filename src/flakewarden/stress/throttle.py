@@ -42,6 +42,7 @@ class DutyThrottle:
         self.period = period
         self._groups: set[int] = set()
         self._waiting: dict[int, Path] = {}  # groups not stopped until the test starts
+        self._watched: dict[int, Path] = {}  # throttled until their session ends
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._thread = threading.Thread(
@@ -80,16 +81,30 @@ class DutyThrottle:
         with self._lock:
             self._groups.discard(pid)
             self._waiting.pop(pid, None)
+            self._watched.pop(pid, None)
             stop_group(pid, signal.SIGCONT)
 
     def _admit(self) -> None:
+        """Throttle the groups whose test started; release those whose session ended.
+
+        pytest's session end and the interpreter's exit, slowed as much as the
+        test, would cost the arm seconds a process and tell nothing about it.
+        """
         with self._lock:
             waiting = list(self._waiting.items())
+            watched = list(self._watched.items())
         for pid, results in waiting:
-            if _started(results):
+            if _holds(results, _START):
                 with self._lock:
                     if self._waiting.pop(pid, None) is not None:
                         self._groups.add(pid)
+                        self._watched[pid] = results
+        for pid, results in watched:
+            if _holds(results, _SESSION):
+                with self._lock:
+                    if self._watched.pop(pid, None) is not None:
+                        self._groups.discard(pid)
+                        stop_group(pid, signal.SIGCONT)
 
     def _signal_all(self, signum: int) -> None:
         with self._lock:
@@ -118,10 +133,14 @@ class DutyThrottle:
         self._signal_all(signal.SIGCONT)
 
 
-def _started(results: Path) -> bool:
+_START = b'"kind": "start"'
+_SESSION = b'"kind": "session"'
+
+
+def _holds(results: Path, record: bytes) -> bool:
     try:
         with open(results, "rb") as stream:
-            return b'"kind": "start"' in stream.read(1 << 20)
+            return record in stream.read(1 << 22)
     except OSError:
         return False
 

@@ -23,6 +23,8 @@ LOAD_KNOBS = ("cpu-load", "throttle")
 # A run shorter than this fits in one scheduler time slice (or one throttle period):
 # load can delay it whole but not slow it down, so no level is escalated for it.
 MIN_SLOWABLE_SECONDS = 0.002
+# An escalation that raised the slowdown by less than this factor is the last one.
+SATURATED = 1.25
 
 
 class LoadArm:
@@ -73,8 +75,21 @@ class LoadArm:
             return False
         if statistics.median(baseline) < MIN_SLOWABLE_SECONDS:
             return False
+        if self.saturated(baseline):
+            return False
         self.level += 1
         return True
+
+    def saturated(self, baseline: Sequence[float]) -> bool:
+        """The last escalation did not slow the test further: its time is not CPU time.
+
+        Twice the burners that leave the test's duration within a quarter of what
+        it was will not reach the target either; they only slow everything else.
+        """
+        if self.level == 0:
+            return False
+        now, before = self.slowdown(baseline), self.slowdown(baseline, self.level - 1)
+        return now is not None and before is not None and now < SATURATED * before
 
     def summary(self, baseline: Sequence[float]) -> dict[str, object]:
         final = self.slowdown(baseline)
@@ -104,6 +119,13 @@ class LoadArm:
                 f"({self.level_name()})"
             )
         idle = statistics.median(baseline)
+        if self.saturated(baseline):
+            return (
+                f"{self.knob}: the test ran only {final:.1f}x slower than at baseline "
+                f"({self.level_name()}), short of the {TARGET_SLOWDOWN:g}x target, and the "
+                "last escalation did not slow it further: its time is spent waiting rather "
+                "than computing, so more load would not reach the target"
+            )
         if idle < MIN_SLOWABLE_SECONDS:
             return (
                 f"{self.knob}: the test ran {final:.1f}x slower than at baseline "

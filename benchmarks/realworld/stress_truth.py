@@ -452,7 +452,7 @@ NOT_COVERED = [
     "  `test_start_in` is now found under the throttle (its deadline is measured by the",
     "  clock), with the CPU-load arm also a race; its runs wait more than they compute,",
     "  so the load arms' measured slowdown of the test stays near 1x, and the verdict says",
-    "  so. The fork server and the found-cause cap (80 first runs per arm for a",
+    "  so. The fork server and the found-cause cap (60 first runs per arm for a",
     "  non-idempotent test) cut six's `test_lazy` from 414 s to the time above and",
     "  freezegun's from 480 s.",
     "- six's `test_lazy` passes once per fresh process and fails every in-process repeat:",

@@ -22,9 +22,9 @@ def test_a_load_arm_escalates_until_the_test_runs_four_times_slower() -> None:
 def test_an_escalation_that_does_not_slow_the_test_is_the_last() -> None:
     arm = LoadArm("throttle", cores=2)
     arm.record([0.011] * 5)
-    assert arm.escalate(BASELINE) and arm.run_share == 0.125
+    assert arm.escalate(BASELINE) and arm.run_share == 0.1
     arm.record([0.012] * 5)  # twice the stops, hardly slower: its time is waiting
-    assert not arm.escalate(BASELINE) and arm.run_share == 0.125
+    assert not arm.escalate(BASELINE) and arm.run_share == 0.1
     assert "did not slow it further" in arm.statement(BASELINE)
     assert arm.summary(BASELINE)["reached"] is False
 

@@ -26,7 +26,7 @@ from flakewarden.stress.verdict import (
     Verdict,
 )
 
-FOUND_CAUSE_RUNS = 80  # first runs per arm when non-idempotence already explains the failures
+FOUND_CAUSE_RUNS = 60  # first runs per arm when non-idempotence already explains the failures
 KNOBS = ("switch-interval", *LOAD_KNOBS)
 
 

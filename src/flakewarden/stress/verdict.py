@@ -68,8 +68,8 @@ KNOB_DESCRIPTIONS = {
     "switch-interval": "sys.setswitchinterval(1e-05): threads switch ~500x more often",
     "cpu-load": "CPU-burning processes beside the test, escalated until the test itself runs "
     "4x slower than at baseline",
-    "throttle": "the test's process group stopped for 3/4 or more of every short period "
-    "(SIGSTOP/SIGCONT): its CPU work takes 4x or more as long by the clock",
+    "throttle": "the test's process group stopped for 4/5 or more of every short period "
+    "(SIGSTOP/SIGCONT): its CPU work takes 5x or more as long by the clock",
     # knobs of verdicts recorded before the load arms were defined by the slowdown
     "burn-1x": "one CPU-burning process per core while the test runs",
     "burn-2x": "two CPU-burning processes per core while the test runs",

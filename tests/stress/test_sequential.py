@@ -6,7 +6,6 @@ with a fixed seed), so every figure asserted is reproducible.
 
 from __future__ import annotations
 
-import math
 import random
 
 import pytest
@@ -16,31 +15,34 @@ from flakewarden.stress.sequential import (
     BOUNDED,
     OPEN,
     RACE,
+    THETA_GRID,
     Counts,
     Margin,
     RateBound,
     Sequential,
     anytime_upper_bound,
-    conditional_log_lr,
+    paired_signs,
 )
 
 KNOBS = ("switch-interval", "cpu-load", "throttle")
 
 
-def test_the_likelihood_ratio_of_no_effect_is_one() -> None:
-    assert conditional_log_lr(Counts(20, 3), Counts(20, 2), 1.0) == pytest.approx(0.0, abs=1e-12)
-    assert conditional_log_lr(Counts(20, 0), Counts(20, 0), 10.0) == 0.0
+def test_each_knob_process_is_paired_with_a_baseline_process_of_its_round() -> None:
+    base = [Counts(20, 1), Counts(20, 0), Counts(20, 3), Counts(10, 1)]
+    knob = [Counts(20, 4), Counts(20, 0), Counts(20, 1), Counts(20, 2)]
+    # 4/20 > 1/20, a tie, 1/20 < 3/20, and 2/20 = 1/10 by share: one each way.
+    assert paired_signs(base, knob) == (1, 1)
+    # A knob process without a baseline process to pair with weighs nothing.
+    assert paired_signs(base[:1], knob) == (1, 0)
 
 
-def test_one_failure_in_the_knob_arm_weighs_as_fisher_noncentral_says() -> None:
-    # Equal arms, one failure, in the knob arm: P_psi = psi / (psi + 1) against 1/2.
-    for psi in (2.0, 10.0, 1000.0):
-        got = conditional_log_lr(Counts(20, 0), Counts(20, 1), psi)
-        assert got == pytest.approx(math.log(2 * psi / (psi + 1)), rel=1e-9)
-    # ... and in the baseline arm it is evidence against the knob raising the rate.
-    assert conditional_log_lr(Counts(20, 1), Counts(20, 0), 10.0) == pytest.approx(
-        math.log(2 / 11), rel=1e-9
-    )
+def test_a_sign_in_the_knobs_favour_weighs_two_theta() -> None:
+    sequential = Sequential(KNOBS)
+    sequential.add_round({"baseline": [Counts(20, 0)], "cpu-load": [Counts(20, 5)]})
+    # One pair in the knob's favour: the mixture of 2 * theta over the grid.
+    expected = sum(2 * t for t in THETA_GRID) / len(THETA_GRID)
+    assert sequential.e_value("cpu-load") == pytest.approx(expected, rel=1e-12)
+    assert sequential.e_value("throttle") == pytest.approx(1.0)
 
 
 def _trial(rng: random.Random, base: float, knob: dict[str, float], rounds: int) -> Sequential:

@@ -3,15 +3,16 @@
 Each knob is compared with the interleaved baseline round by round, and two
 questions stay open until the evidence answers one of them:
 
-- **Does the knob raise the failure rate?** Within a round, given how many
-  runs failed in the baseline and knob arms together, the knob's share of
-  those failures is hypergeometric when the knob changes nothing. The product
-  over rounds of the likelihood ratio of Fisher's noncentral hypergeometric
-  (odds ratio psi) against it is a test martingale, and so is its average over
-  a grid of psi. By Ville's inequality it ever reaches ``knobs / alpha`` with
-  probability at most ``alpha / knobs``: a race is declared then, however many
-  rounds were looked at and however the runs were allocated (each round's
-  allocation is chosen before the round runs).
+- **Does the knob raise the failure rate?** Each knob process of a round is
+  paired with a baseline process of the same round; when the knob changes
+  nothing, which of the two failed the larger share of its runs is a fair
+  coin (ties dropped), whatever the runs inside one process share. The
+  product over pairs of the likelihood ratio of a coin that favours the knob
+  with chance theta against a fair one is a test martingale, and so is its
+  average over a grid of theta. By Ville's inequality it ever reaches
+  ``knobs / alpha`` with probability at most ``alpha / knobs``: a race is
+  declared then, however many rounds were looked at and however the runs were
+  allocated (each round's allocation is chosen before the round runs).
 - **How much could the knob raise it?** An anytime-valid upper bound on the
   knob arm's failure rate: the smallest rate q that a plug-in likelihood ratio
   test martingale rejects at level ``beta`` (predictable estimate from earlier
@@ -30,17 +31,18 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple, Optional
 
-from flakewarden.model.binomial import ALPHA, log_comb, upper_bound
+from flakewarden.model.binomial import ALPHA, upper_bound
 
 BETA = 0.10  # a knob above the bound would have been seen with probability 1 - BETA
 MARGIN = 0.0025  # largest increase in failure rate a bounded knob may still hide (absolute)
 RELATIVE_MARGIN = 0.5  # ... or this share of the baseline's own rate, when that is larger
-# Odds ratios the race test's mixture is spread over, from a knob that raises a
-# baseline rate by half to one that fails where the baseline never does.
 # The plug-in estimate's pseudo-count of failures: small, so that a few clean rounds
 # already bound a rate near zero (the first round is estimated at half the candidate).
 PSEUDO_FAILURES = 0.1
-PSI_GRID = (1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 100.0, 1000.0)
+# The chances that a knob's process fails more of its runs than its paired baseline
+# process does, that the race test's mixture is spread over (a fair coin when the
+# knob changes nothing).
+THETA_GRID = (0.55, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999)
 
 RACE = "race"
 BOUNDED = "bounded"
@@ -91,16 +93,23 @@ def _log_sum(values: Iterable[float]) -> float:
     return peak + math.log(math.fsum(math.exp(v - peak) for v in items))
 
 
-def conditional_log_lr(base: Counts, arm: Counts, psi: float) -> float:
-    """log of P(arm's failures | all failures; odds ratio psi) / P(... ; psi = 1)."""
-    failed = base.failures + arm.failures
-    if failed == 0 or arm.runs == 0 or base.runs == 0:
-        return 0.0
-    low, high = max(0, failed - base.runs), min(arm.runs, failed)
-    terms = [log_comb(arm.runs, y) + log_comb(base.runs, failed - y) for y in range(low, high + 1)]
-    log_psi = math.log(psi)
-    tilted = [t + y * log_psi for t, y in zip(terms, range(low, high + 1))]
-    return arm.failures * log_psi + _log_sum(terms) - _log_sum(tilted)
+def paired_signs(base: Sequence[Counts], knob: Sequence[Counts]) -> tuple[int, int]:
+    """Pairs in which the knob's process failed a larger (smaller) share of its runs.
+
+    The i-th knob process of a round is paired with the round's i-th baseline
+    process, an order fixed before either ran. When the knob changes nothing,
+    the two processes of a pair are alike whatever the runs inside a process
+    share, so each untied pair is a fair coin: the sign test needs no
+    independence between the runs of one process.
+    """
+    higher = lower = 0
+    for b, k in zip(base, knob):
+        if not b.runs or not k.runs:
+            continue
+        diff = k.failures * b.runs - b.failures * k.runs
+        higher += diff > 0
+        lower += diff < 0
+    return higher, lower
 
 
 def _log_bernoulli(failures: int, runs: int, p: float) -> float:
@@ -236,7 +245,7 @@ class Sequential:
         self.margin = DEFAULT_MARGIN if margin is None else margin
         self.base = Counts(0, 0)
         self.totals: dict[str, Counts] = {k: Counts(0, 0) for k in self.knobs}
-        self.log_lr: dict[str, list[float]] = {k: [0.0] * len(PSI_GRID) for k in self.knobs}
+        self.log_lr: dict[str, list[float]] = {k: [0.0] * len(THETA_GRID) for k in self.knobs}
         self.rate_bounds: dict[str, RateBound] = {}
         self.process_bounds: dict[str, RateBound] = {}
         # every process's (runs, failures), per arm: what the clustering check reads
@@ -276,7 +285,6 @@ class Sequential:
         base = _total(base_processes)
         self.base = Counts(self.base.runs + base.runs, self.base.failures + base.failures)
         self._record("baseline", base_processes)
-        base_units = _units(base_processes)
         for knob in self.knobs:
             processes = rounds.get(knob, [])
             counts = _total(processes)
@@ -285,10 +293,10 @@ class Sequential:
             self._record(knob, processes)
             total = self.totals[knob]
             self.totals[knob] = Counts(total.runs + counts.runs, total.failures + counts.failures)
-            units = _units(processes)
+            higher, lower = paired_signs(base_processes, processes)
             ratios = self.log_lr[knob]
-            for i, psi in enumerate(PSI_GRID):
-                ratios[i] += conditional_log_lr(base_units, units, psi)
+            for i, theta in enumerate(THETA_GRID):
+                ratios[i] += higher * math.log(2 * theta) + lower * math.log(2 * (1 - theta))
 
     def _record(self, arm: str, processes: Sequence[Counts]) -> None:
         if not processes:
@@ -326,7 +334,7 @@ class Sequential:
 
     def e_value(self, knob: str) -> float:
         """The mixture martingale's value: evidence that the knob raises the rate."""
-        log_mean = _log_sum(self.log_lr[knob]) - math.log(len(PSI_GRID))
+        log_mean = _log_sum(self.log_lr[knob]) - math.log(len(THETA_GRID))
         return math.exp(min(log_mean, 700.0))
 
     def p_value(self, knob: str) -> float:
@@ -431,9 +439,11 @@ class Sequential:
 
     def describe(self) -> str:
         return (
-            f"each knob against the interleaved baseline: a mixture over odds ratios "
-            f"{', '.join(f'{p:g}' for p in PSI_GRID)} of conditional (hypergeometric) "
-            f"likelihood ratios per round, a test martingale; race when it reaches "
+            f"each knob against the interleaved baseline: each knob process paired with a "
+            f"baseline process of its round, a sign test of which failed the larger share of "
+            f"its runs (a fair coin when the knob changes nothing), its likelihood ratio "
+            f"averaged over chances {', '.join(f'{t:g}' for t in THETA_GRID)}, a test "
+            f"martingale; race when it reaches "
             f"{len(self.knobs)}/{self.alpha:g} = {self.threshold:g} (Ville's inequality, "
             f"Bonferroni over {len(self.knobs)} knobs), valid at any number of looks; a knob "
             f"is bounded when its anytime-valid {100 * (1 - self.beta):.0f}% upper bound "

@@ -145,7 +145,7 @@ def render_markdown(verdict: Verdict) -> str:
     out.append("## Evidence\n")
     out.append(
         "| phase | knob | runs | failures | rate | 95% interval | upper bound (95%, one-sided) "
-        "| p (Fisher, one-sided) | p (Holm) | processes × repeat "
+        "| p | p (adjusted) | processes × repeat "
         "| first runs in a process (failed/runs) | in-process repeats (failed/runs) |"
     )
     out.append("|---|---|---:|---:|---:|---|---:|---:|---:|---|---:|---:|")

@@ -59,3 +59,52 @@ def test_history_show_benchmark_runs_at_a_tiny_size() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "window: last 5 runs on main; 60 tests scored" in done.stdout, done.stdout
     assert "history show --json median s:" in done.stdout, done.stdout
+
+
+def test_stress_fork_benchmark_runs_at_a_tiny_size() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "bench_stress_fork.py"),
+            *("--runs", "3", "--pairs", "1", "--parallel", "1"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ratio fork/spawn at parallel 1:" in done.stdout, done.stdout
+    assert "spawn runs/s" in done.stdout, done.stdout
+
+
+def test_stress_sequential_simulation_meets_its_targets_at_a_small_size() -> None:
+    """The stopping rule itself on seeded simulated tests, 40 trials a case.
+
+    The knob-only races and the clean and high-rate tests meet their targets by a
+    wide margin at this size; the false-race rate of flat rates needs the full
+    run's 200 trials to be read (and ``tests/stress/test_sequential.py`` checks it
+    on 300 seeded trials).
+    """
+    cases = ["knob-only 0.5%", "knob-only 1.5%", "knob-only 5%", "never fails", "flat 20%"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "bench_stress_sequential.py"),
+            *("--trials", "40"),
+            *(arg for case in cases for arg in ("--case", case)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1].split()[:3] == ["case", "race", "flaky"], done.stdout
+    rows = {line[:18].strip(): line[18:].split() for line in lines[2:] if "%" in line}
+    assert sorted(rows) == sorted(cases), done.stdout
+    for case in cases[:3]:  # every knob-only race found, none allowed quarantine
+        race, allowed = rows[case][0], rows[case][3]
+        assert float(race.rstrip("%")) >= 90.0 and float(allowed.rstrip("%")) <= 5.0, done.stdout
+    assert rows["never fails"][2] == "100.0%", done.stdout  # not-reproducible, bounded

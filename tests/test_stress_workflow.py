@@ -31,7 +31,7 @@ def step(job: str, name: str) -> dict[str, Any]:
 
 
 def shard(runner: str, failures: int) -> Verdict:
-    arms = [Arm("timing", knob, runs=200, failures=failures) for knob in ("baseline", "burn-1x")]
+    arms = [Arm("timing", knob, runs=200, failures=failures) for knob in ("baseline", "cpu-load")]
     return Verdict(
         test_id=TEST_ID,
         verdict="flaky" if failures else "not-reproducible",

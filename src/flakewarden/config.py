@@ -23,11 +23,12 @@ VERDICTS = (
     "non-idempotent",
     "flaky",
     "not-reproducible",
+    "inconclusive",
     "error",
 )
 MAX_ATTEMPT_TIMEOUT = 10 * 24 * 3600.0  # seconds: ten days is no limit at all
 # A race or a real break is never quarantined, whatever a file says.
-NEVER_QUARANTINE = ("race", "deterministic", "error")
+NEVER_QUARANTINE = ("race", "deterministic", "inconclusive", "error")
 
 
 # The three records below are NamedTuples, not dataclasses: ``flakewarden run`` reads its
@@ -41,6 +42,9 @@ class QuarantinePolicy(NamedTuple):
     stress_runs: int = 200
     allowed_verdicts: tuple[str, ...] = ("not-reproducible", "flaky")
     verdict_max_age_days: float = 14
+    # flaky / not-reproducible: the largest knob effect the stress runs may leave unexcluded
+    max_knob_increase: float = 0.0025
+    relative_knob_increase: float = 0.5
     enter_failure_rate: float = 0.15
     exit_failure_rate: float = 0.05
     min_runs_to_release: int = 50
@@ -150,10 +154,12 @@ def _verdicts(path: str, value: Any) -> tuple[str, ...]:
         raise ConfigError(f"{path}: expected a list of verdicts, got {shown(value)}")
     for verdict in value:
         if verdict in NEVER_QUARANTINE:
-            raise ConfigError(
-                f"{path}: {shown(verdict)} can never allow a quarantine "
-                "(a race or a real break must be fixed, not hidden)"
+            why = (
+                "the runs ended before a knob's effect was found or ruled out"
+                if verdict == "inconclusive"
+                else "a race or a real break must be fixed, not hidden"
             )
+            raise ConfigError(f"{path}: {shown(verdict)} can never allow a quarantine ({why})")
         if verdict not in VERDICTS:
             raise ConfigError(
                 f"{path}: unknown verdict {shown(verdict)}{_nearest(verdict[:SHOWN], VERDICTS)}"
@@ -167,6 +173,8 @@ POLICY_KEYS: dict[str, Check] = {
     "stress_runs": _int(1),
     "allowed_verdicts": _verdicts,
     "verdict_max_age_days": _number(0, 3650, low_open=True),
+    "max_knob_increase": _number(0, 1),
+    "relative_knob_increase": _number(0, 10),
     "enter_failure_rate": _number(0, 1, low_open=True),
     "exit_failure_rate": _number(0, 1),
     "min_runs_to_release": _int(1),

@@ -70,6 +70,7 @@ def _good(**extra: Any) -> dict[str, Any]:
         "verdict": "flaky",
         "verdict_at": iso(NOW - dt.timedelta(days=2)),
         "verdict_url": "https://github.com/octo-org/octo-repo/actions/runs/77",
+        "verdict_bound": {"met": True, "max_increase": 0.004, "baseline_rate": 0.02},
         **extra,
     }
 
@@ -127,6 +128,16 @@ REFUSALS = {
         "stress verdict 'order-dependent' is not one the policy allows",
     ),
     "known race": ({}, "listed as a known race in known-race-patterns.md"),
+    "no bound": (dict(verdict_bound=None), "records no bound on what the knobs could do"),
+    "bound too wide": (
+        dict(verdict_bound={"met": True, "max_increase": 0.012, "baseline_rate": 0.02}),
+        "leave room for a knob raising the failure rate by 1.20 percentage points; the "
+        "policy accepts at most 1.00",
+    ),
+    "inconclusive": (
+        dict(verdict="inconclusive"),
+        "its stress verdict is 'inconclusive': the runs ended before a knob's effect",
+    ),
 }
 
 

@@ -47,6 +47,7 @@ def _seed(emu: GitHubEmulator, test_id: str = TEST, **marker: Any) -> int:
         "first": "2026-10-01T12:00:00Z",
         "verdict": "flaky",
         "verdict_at": iso(NOW - dt.timedelta(days=2)),
+        "verdict_bound": {"met": True, "max_increase": 0.001, "baseline_rate": 0.0},
         **marker,
     }
     return seed_issue(emu, data, assignees=("alice",))

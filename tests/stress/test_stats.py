@@ -79,11 +79,3 @@ def test_bounds_bracket_the_binomial_tail() -> None:
     assert stats.binomial_cdf(3, 50, high) == pytest.approx(0.05, rel=1e-6)
     low = stats.lower_bound(3, 50)
     assert 1 - stats.binomial_cdf(2, 50, low) == pytest.approx(0.05, rel=1e-6)
-
-
-def test_sequential_plan_spends_alpha_over_looks() -> None:
-    plan = stats.SequentialPlan(looks=10)
-    assert plan.alpha_per_look == pytest.approx(0.005)
-    assert plan.significant({"burn": 0.004, "switch": 0.0001, "other": 0.2}) == ["switch", "burn"]
-    assert plan.significant({"burn": 0.006}) == []
-    assert "Holm" in plan.describe()

@@ -8,12 +8,22 @@ that decide a verdict. Each project is real and stressed with the real CLI.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_stress import arm, make_project, one_stress_at_a_time, stress, write_order_report
+from test_stress import (
+    PYTEST,
+    arm,
+    make_project,
+    one_stress_at_a_time,
+    stress,
+    write_order_report,
+)
 
 __all__ = ["one_stress_at_a_time"]  # the fixture, used by name
 
@@ -104,7 +114,7 @@ def test_pure_non_idempotent_test_gets_its_own_verdict(tmp_path: Path) -> None:
     assert "non-idempotent" in data["rule"] and "Fisher" in data["rule"]
     # Never repeated in-process after isolation: the timing arms are fresh processes only,
     # and none of their runs failed.
-    for knob in ("baseline", "switch-interval", "burn-1x", "burn-2x"):
+    for knob in ("baseline", "switch-interval", "cpu-load", "throttle"):
         timing = arm(data, "timing", knob)
         assert timing["repeat"] == 1 and timing["repeat_runs"] == 0
         assert timing["runs"] == timing["processes"] == 10
@@ -113,6 +123,24 @@ def test_pure_non_idempotent_test_gets_its_own_verdict(tmp_path: Path) -> None:
     assert data["first_failure"]["knob"] == "in-process"
     assert data["first_failure"]["iteration"] == 1
     _check_arms_split_first_runs_from_repeats(data)
+    # Its fresh processes were forked, and spawning every one gives the same verdict.
+    assert data["launcher"]["mechanism"] == "fork server", data["launcher"]
+    spawned = subprocess.run(
+        [sys.executable, "-m", "flakewarden", "stress", test_id, "--runs", "10",
+         "--report-dir", "spawned", "--", *PYTEST],
+        cwd=project,
+        env={**os.environ, "FLAKEWARDEN_STRESS_FORK": "0"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert spawned.returncode == 0, spawned.stderr
+    again = json.loads((project / "spawned" / "verdict.json").read_text(encoding="utf-8"))
+    assert again["verdict"] == "non-idempotent", again["reason"]
+    assert again["launcher"]["mechanism"] == "spawn"
+    assert [(a["phase"], a["knob"], a["runs"], a["failures"]) for a in again["arms"]] == [
+        (a["phase"], a["knob"], a["runs"], a["failures"]) for a in data["arms"]
+    ]
 
 
 # The suite pins its randomness in conftest; sample data is drawn at import from the

@@ -17,6 +17,7 @@ from flakewarden.github.flake_issues import FlakeTracker, RunContext
 from flakewarden.model import ExitCode
 from flakewarden.runner.process import Interrupted
 from flakewarden.stress.engine import Stress, StressOptions
+from flakewarden.stress.sequential import MARGIN, RELATIVE_MARGIN, Margin
 from flakewarden.stress.verdict import ERROR, RACE, Verdict, read_verdict
 from flakewarden.stress.verdict_merge import merge_verdicts
 from flakewarden.stress.verdict_render import text_chart, write_verdict
@@ -35,14 +36,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--runs",
         type=whole_number(1),
-        default=200,
-        help="runs per knob in the timing phase (default 200)",
+        default=None,
+        help="at most this many runs per timing arm (default: no cap; the evidence or the "
+        "budget ends sampling)",
     )
     parser.add_argument(
         "--budget-seconds",
         type=number(0, low_open=True, what="seconds"),
         default=600.0,
-        help="stop starting new rounds after this long (default 600)",
+        help="start no round that would end past this (default 600); an open question "
+        "at the end is inconclusive",
+    )
+    parser.add_argument(
+        "--margin",
+        type=number(0, 100, low_open=True, what="percentage points"),
+        default=100 * MARGIN,
+        help="largest increase in the failure rate, in percentage points, that a knob may "
+        f"still hide for flaky or not-reproducible to allow quarantine (default {100 * MARGIN:g})",
+    )
+    parser.add_argument(
+        "--relative-margin",
+        type=number(0, 1000, what="percent"),
+        default=100 * RELATIVE_MARGIN,
+        help="... or this percentage of the baseline's own failure rate, when larger "
+        f"(default {100 * RELATIVE_MARGIN:g})",
     )
     parser.add_argument(
         "--report-dir",
@@ -143,6 +160,7 @@ def handle(args: argparse.Namespace) -> int:
             runs=args.runs,
             budget_seconds=args.budget_seconds,
             order_from=args.order_from,
+            margin=Margin(args.margin / 100, args.relative_margin / 100),
         )
         try:
             verdict = Stress(options, _say).run()
@@ -169,12 +187,35 @@ def verdict_comment(verdict: Verdict, link: str) -> str:
         text_chart(verdict.arms),
         "```",
     ]
+    knobs = verdict.power.get("knobs")
+    if isinstance(knobs, dict) and knobs:
+        lines += ["", "What the runs rule out (90% probability of seeing a larger effect):", ""]
+        lines += [
+            f"- {knob}: {row.get('state', '')}; {row.get('statement', '')}"
+            for knob, row in knobs.items()
+            if isinstance(row, dict)
+        ]
     entry = verdict.known_race_entry(link)
     if entry:
         lines += ["", "Known race pattern to record:", "", "```yaml", entry.rstrip(), "```"]
     if link:
         lines += ["", f"Evidence (verdict.md, verdict.json): {link}"]
     return "\n".join(lines)
+
+
+def verdict_bound(verdict: Verdict) -> Optional[dict[str, object]]:
+    """What the marker keeps of the verdict's power, for the quarantine policy to compare."""
+    power = verdict.power
+    if "max_increase" not in power:
+        return None
+    baseline = power.get("baseline") or {}
+    runs = int(baseline.get("runs") or 0)
+    failures = int(baseline.get("failures") or 0)
+    return {
+        "met": verdict.bounded,
+        "max_increase": float(power["max_increase"]),
+        "baseline_rate": failures / runs if runs else 0.0,
+    }
 
 
 def comment_verdict(
@@ -209,6 +250,8 @@ def comment_verdict(
             verdict_at=verdict.finished_at,
             verdict_url=link,
             verdict_knob=verdict.knob,
+            verdict_quarantine_allowed=verdict.quarantine_allowed,
+            verdict_bound=verdict_bound(verdict),
         )
         tracker.update(issue, marker)
     except Exception as exc:  # fail-open: bookkeeping never changes the verdict's exit code

@@ -123,7 +123,14 @@ def _verdict(marker: Mapping[str, Any]) -> str:
         return ""
     text = md.escape(str(verdict))
     at = marker.get("verdict_at")
-    return text + (f" ({md.escape(str(at)[:10])})" if at else "")
+    text += f" ({md.escape(str(at)[:10])})" if at else ""
+    # flaky / not-reproducible without a bound on the knobs, and inconclusive, allow nothing
+    if marker.get("verdict_quarantine_allowed") is False and verdict not in (
+        "race",
+        "deterministic",
+    ):
+        text += ", quarantine refused"
+    return text
 
 
 def chart(entries: list[Entry], bars: int = CHART_BARS) -> str:

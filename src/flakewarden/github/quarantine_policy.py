@@ -70,6 +70,43 @@ def history_conditions(history: Evidence, policy: QuarantinePolicy) -> list[str]
     return unmet
 
 
+# Verdicts that name no cause: they allow quarantine only on a bound of every knob's effect.
+NEEDS_BOUND = ("flaky", "not-reproducible")
+
+
+def bound_conditions(
+    verdict: str, marker: Mapping[str, Any], policy: QuarantinePolicy
+) -> list[str]:
+    """A flaky or not-reproducible verdict must have ruled out, knob by knob, a race.
+
+    The marker keeps what the stress runs excluded (``verdict_bound``: the largest
+    increase in failure rate any knob could still cause, and the baseline's
+    rate); the policy compares it with its own margin, so a stress run given a
+    wide ``--margin`` does not lower the bar.
+    """
+    if verdict not in NEEDS_BOUND:
+        return []
+    bound = marker.get("verdict_bound")
+    if not isinstance(bound, Mapping) or not isinstance(bound.get("max_increase"), (int, float)):
+        return [
+            f"its stress verdict {verdict!r} records no bound on what the knobs could do "
+            "(an older verdict): stress it again, so that absence of a failure is not taken "
+            "for evidence"
+        ]
+    increase = float(bound["max_increase"])
+    base_rate = bound.get("baseline_rate")
+    base_rate = float(base_rate) if isinstance(base_rate, (int, float)) else 0.0
+    margin = max(policy.max_knob_increase, policy.relative_knob_increase * base_rate)
+    if increase > margin:
+        return [
+            f"its stress runs leave room for a knob raising the failure rate by "
+            f"{100 * increase:.2f} percentage points; the policy accepts at most "
+            f"{100 * margin:.2f} (quarantine_policy.max_knob_increase, "
+            "relative_knob_increase): stress it with a larger budget"
+        ]
+    return []
+
+
 def unmet_conditions(
     test_id: str,
     marker: Mapping[str, Any],
@@ -98,7 +135,12 @@ def unmet_conditions(
             )
     verdict = marker.get("verdict")
     verdict = verdict if isinstance(verdict, str) and verdict else None
-    if verdict in NEVER_QUARANTINE:
+    if verdict == "inconclusive":
+        unmet.append(
+            "its stress verdict is 'inconclusive': the runs ended before a knob's effect was "
+            "found or ruled out; stress it again with the budget its verdict names"
+        )
+    elif verdict in NEVER_QUARANTINE:
         unmet.append(
             f"its stress verdict is {verdict!r}: a race or a real break is fixed, never quarantined"
         )
@@ -134,6 +176,9 @@ def unmet_conditions(
                         f"{policy.verdict_max_age_days:g} (quarantine_policy.verdict_max_age_days)"
                         "; stress it again"
                     )
+    if verdict is not None:
+        # Relaxing the verdict's presence never admits a recorded one that bounds nothing.
+        unmet += bound_conditions(verdict, marker, policy)
     listed = race_entry_for(test_id, races)
     if listed is not None:
         unmet.append(f"it is listed as a known race in {race_file}:\n{listed}")

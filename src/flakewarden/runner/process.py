@@ -29,6 +29,9 @@ PLUGIN_MODULE = "flakewarden_pytest_plugin"
 PLUGIN_DIR_PREFIX = "flakewarden-plugin-"
 _PLUGIN_SOURCE = Path(__file__).with_name("plugin.py")
 _PLUGIN_CODE_FILE = "plugin-code.txt"
+# The stress fork server's script (``fork_server.py``), run by path in the tested interpreter.
+FORK_SERVER_FILE = "flakewarden_fork_server.py"
+_FORK_SERVER_SOURCE = Path(__file__).with_name("fork_server.py")
 # A stub that runs the plugin's code under a file name starting with "<": coverage.py never
 # traces such code, whatever the project's config, so the tests' own coverage report (pytest-cov
 # prints one per attempt) never shows the plugin. The stub's own few lines run at import, before
@@ -67,11 +70,13 @@ def plugin_dir() -> Iterator[Path]:
     """A private directory holding only our plugin, for ``PYTHONPATH``.
 
     Only this one module is exposed, so the tested interpreter never sees our
-    dependencies (coverage, requests, ...) shadowing its own.
+    dependencies (coverage, requests, ...) shadowing its own. The stress fork
+    server's script (``FORK_SERVER_FILE``, standard library only) sits beside it.
     """
     directory = Path(tempfile.mkdtemp(prefix=PLUGIN_DIR_PREFIX))
     try:
         shutil.copyfile(_PLUGIN_SOURCE, directory / _PLUGIN_CODE_FILE)
+        shutil.copyfile(_FORK_SERVER_SOURCE, directory / FORK_SERVER_FILE)
         (directory / f"{PLUGIN_MODULE}.py").write_text(_PLUGIN_STUB, encoding="utf-8")
         yield directory
     finally:

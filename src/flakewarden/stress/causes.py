@@ -1,28 +1,22 @@
-"""Causes outside timing: a polluting predecessor (order) and a pytest-randomly seed.
+"""Causes outside timing: a pytest-randomly seed, and the clause every found cause shares.
 
-Order: replay the predecessors from the recorded run order, bisect to the
-polluter, and confirm the pair against isolation with a one-sided Fisher test.
 Seed: sweep seeds, then require a failing seed to fail every confirmation run
-and a passing seed to pass every one. Both run the test once per process, so a
-test that leaks state into itself is judged on its first runs only; a found
-cause is the verdict, with any non-idempotence noted.
+and a passing seed to pass every one. It runs the test once per process, as
+the order phases do (``order`` for a polluter, ``brittle`` for a state-setter),
+so a test that leaks state into itself is judged on its first runs only; a
+found cause is the verdict, with any non-idempotence noted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Optional
 
-from flakewarden.errors import ReportError, UsageError
-from flakewarden.reports.report_json import read_report
 from flakewarden.stress import stats
-from flakewarden.stress.runs import NO_RANDOMLY, Job, Runner
-from flakewarden.stress.verdict import ORDER_DEPENDENT, SEED_DEPENDENT, Arm, Verdict
+from flakewarden.stress.runs import Job, Runner
+from flakewarden.stress.verdict import SEED_DEPENDENT, Arm, Verdict
 
 SEEDS_TO_SWEEP = 20
 SEED_CONFIRM_PROCESSES = 8  # fresh processes per confirmed seed, one run each
-ORDER_REPLAYS = 2
-ORDER_CONFIRM = 5
 
 
 def also_non_idempotent(stress: Runner) -> str:
@@ -34,90 +28,6 @@ def also_non_idempotent(stress: Runner) -> str:
         f"; it is also non-idempotent (failed {evidence['repeat_failures']}/"
         f"{evidence['repeat_runs']} in-process repeats after passing its first run)"
     )
-
-
-def order_phase(stress: Runner) -> Optional[Verdict]:
-    assert stress.options.order_from is not None
-    test_id = stress.options.test_id
-    try:
-        report = read_report(stress.options.order_from)
-    except ReportError as exc:
-        raise UsageError(f"--order-from: {exc}") from None
-    if test_id not in report.order:
-        stress.notes.append(
-            f"order: {test_id} is not in the run order of {stress.options.order_from}"
-        )
-        return None
-    before = report.order[: report.order.index(test_id)]
-    detail: dict[str, object] = {
-        "source": str(stress.options.order_from),
-        "predecessors": len(before),
-    }
-    if not before:
-        stress.notes.append(
-            "order: the test ran first in its recorded run; no predecessor to blame"
-        )
-        return None
-    stress.say(f"order: replaying {len(before)} predecessors in the recorded order")
-    replay = Arm("order", "after-predecessors", command=stress.reproduce([*before, test_id]))
-    stress.arms.append(replay)
-    if not _fails_after(stress, before, replay, ORDER_REPLAYS + 1):
-        detail["reproduced"] = False
-        stress.notes.append(
-            f"order: replaying the {len(before)} predecessors in order did not reproduce "
-            f"({replay.failures}/{replay.runs})"
-        )
-        return None
-    candidates = list(before)
-    steps: list[dict[str, object]] = []
-    while len(candidates) > 1 and not stress.over_budget():
-        half = len(candidates) // 2
-        first, second = candidates[:half], candidates[half:]
-        probe_arm = Arm("order", "bisect")
-        if _fails_after(stress, first, probe_arm, ORDER_REPLAYS):
-            candidates = first
-        elif _fails_after(stress, second, probe_arm, ORDER_REPLAYS):
-            candidates = second
-        else:
-            steps.append({"tried": len(first) + len(second), "result": "needs both halves"})
-            break
-        steps.append(
-            {"kept": len(candidates), "runs": probe_arm.runs, "failures": probe_arm.failures}
-        )
-    detail["bisection"] = steps
-    polluter = " + ".join(candidates)
-    confirm = Arm("order", "after-polluter", command=stress.reproduce([*candidates, test_id]))
-    stress.arms.append(confirm)
-    _fails_after(stress, candidates, confirm, ORDER_CONFIRM)
-    isolation = next(a for a in stress.arms if a.phase == "isolation")
-    p = stats.fisher_greater(isolation.failures, isolation.runs, confirm.failures, confirm.runs)
-    confirm.p_value = p
-    detail["polluters"] = candidates
-    detail["confirm"] = {"runs": confirm.runs, "failures": confirm.failures, "p_value": p}
-    if p < stats.ALPHA:
-        return stress.verdict(
-            ORDER_DEPENDENT,
-            f"passes alone ({isolation.failures}/{isolation.runs} failures) but failed "
-            f"{confirm.failures}/{confirm.runs} times right after {polluter}"
-            + also_non_idempotent(stress),
-            "order-dependent: one-sided Fisher exact test of failures right after the "
-            f"polluter against isolation, p = {p:.3g} < {stats.ALPHA}",
-            polluter=polluter,
-            order=detail,
-        )
-    stress.notes.append(
-        f"order: bisection ended at {polluter} but it did not confirm (p = {p:.3g})"
-    )
-    return None
-
-
-def _fails_after(stress: Runner, before: Sequence[str], arm: Arm, processes: int) -> bool:
-    ids = [*before, stress.options.test_id]
-    job = Job("order", arm.knob, ids, 1, NO_RANDOMLY, ordered=True)
-    results = stress.run_jobs([job] * processes, stress.options.cores)
-    failures = arm.failures
-    stress.tally(arm, results)
-    return arm.failures > failures
 
 
 def _seed_jobs(stress: Runner, seed: int, processes: int) -> list[Job]:

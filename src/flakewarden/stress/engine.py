@@ -5,16 +5,23 @@ The phases, in order, each one only when the previous ones left the question ope
 1. probe: the user's command once, selecting the test: can it run at all, is
    pytest-randomly in use, what did pytest parse as positional arguments.
 2. isolation: fixed order and seed, one run in each of 10 fresh processes;
-   every one of them failing is a real break (``deterministic``), decided
-   early. Then a few processes repeat it in-process: a test that passes its
-   first run and fails its repeats leaks state into itself (non-idempotent),
-   and no later phase repeats it in-process.
+   every one of them failing is a real break (``deterministic``), unless a
+   seed makes it pass or a recorded run (``--order-from``) holds a pass of it:
+   then it is brittle, and its state-setter is bisected (``brittle``). Then a
+   few processes repeat it in-process: a test that passes its first run and
+   fails its repeats leaks state into itself (non-idempotent), and no later
+   phase repeats it in-process.
 3. order (``--order-from``, fresh runs clean): replay the test's predecessors
-   in the recorded order and bisect to the polluter.
+   in the recorded order and bisect to the polluter (``order``).
 4. seed (pytest-randomly in use): sweep seeds, then confirm that a failing seed
    fails every time and a passing seed never does; one run per process.
-5. timing: interleaved rounds of baseline, switch interval 1e-5 and CPU burners
-   at 1x and 2x the cores, compared with a group-sequential rule (``stats``).
+5. timing: interleaved rounds of baseline, switch interval 1e-5, CPU load and a
+   duty-cycle throttle (escalated until the test runs 4x slower), weighed by a
+   rule valid at any number of looks and ended by the evidence or the budget
+   (``timing``, ``sequential``).
+
+Processes after the probe are forked from a fork server where that is safe
+(``launcher``), else spawned.
 
 A found cause (order, seed, race) is the verdict, with any non-idempotence
 noted; with none found, a non-idempotent test's verdict is ``non-idempotent``.
@@ -35,7 +42,9 @@ from flakewarden.reports.report_json import claim_directory
 from flakewarden.runner import pytest_args
 from flakewarden.runner.process import plugin_dir, resolve_executable
 from flakewarden.stress import stats
-from flakewarden.stress.causes import order_phase, seed_phase
+from flakewarden.stress.brittle import brittle_check
+from flakewarden.stress.causes import seed_phase
+from flakewarden.stress.order import order_phase
 from flakewarden.stress.runs import NO_RANDOMLY, Job, Runner, StressOptions, log_tail
 from flakewarden.stress.timing import timing_phase
 from flakewarden.stress.verdict import DETERMINISTIC, ERROR, Arm, Failure, Verdict
@@ -58,7 +67,8 @@ class Stress(Runner):
         claim_directory(report_dir, ("processes", "verdict.json", "verdict.md"))
         with plugin_dir() as plugin:
             self.plugin = plugin
-            return self._phases()
+            with self.launcher_context():
+                return self._phases()
 
     def _phases(self) -> Verdict:
         broken = self._probe()
@@ -93,6 +103,10 @@ class Stress(Runner):
             self._fresh_runs(isolation, EXTRA_FRESH_PROCESSES)
             all_failed = isolation.failures == isolation.runs
         if all_failed:
+            # A recorded pass weighs against a real break: the test may be brittle.
+            brittle = brittle_check(self, isolation)
+            if brittle.verdict is not None:
+                return brittle.verdict
             return self.verdict(
                 DETERMINISTIC,
                 f"failed all {isolation.runs} of its first runs in {isolation.processes} fresh "
@@ -103,9 +117,11 @@ class Stress(Runner):
                     f"{passed_repeats} of {repeats.repeat_runs} in-process repeats passed)"
                     if passed_repeats
                     else f"; all {repeats.repeat_runs} in-process repeats failed too"
-                ),
+                )
+                + brittle.clause,
                 f"deterministic: every one of the first {isolation.runs} isolated runs, "
                 "one per fresh process, failed",
+                order=brittle.order,
             )
         if self.options.order_from is not None and isolation.failures == 0:
             found = order_phase(self)

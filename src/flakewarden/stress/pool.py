@@ -10,6 +10,10 @@ group of its own. Linux's autogroup scheduler (``sched_autogroup_enabled``, on
 by default on desktop and Ubuntu kernels) shares the CPU between sessions: a
 burner or a test in a session of its own would get a share apart, and the
 burners would barely slow the test they are meant to load.
+
+A ``ForkServer`` (``forkserver.py``) can stand in for spawning: its children
+take the same layout (a group of their own in our session) and are stopped
+the same way, by their group.
 """
 
 from __future__ import annotations
@@ -22,13 +26,18 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional, Protocol
 
 from flakewarden.runner.process import Interrupted, new_group, spawn, stop_group
+from flakewarden.stress.forkserver import ForkServerLost
+
+if TYPE_CHECKING:
+    from flakewarden.stress.forkserver import ForkServer
 
 POLL_SECONDS = 0.02
+RESULTS_VARIABLE = "FLAKEWARDEN_RESULTS"  # the plugin's records file, set by ``plugin_env``
 # Spins one core until its parent is gone: a stress run that is killed outright
 # (SIGKILL, an OOM kill, a CI timeout) must not leave burners behind.
 BURNER_CODE = (
@@ -108,38 +117,115 @@ def burners(count: int) -> Iterator[None]:
             proc.wait()
 
 
-def run_all(specs: Sequence[ChildSpec], parallel: int) -> list[ChildOutcome]:
-    """Run every spec, at most ``parallel`` at a time; results in the specs' order."""
+class Throttle(Protocol):
+    """Told of every child as it starts and as it ends (its pid leads its process group).
+
+    ``results`` is the child's records file, where the plugin marks the start of
+    the test: what is throttled is the test, not pytest's start-up.
+    """
+
+    def add(self, pid: int, results: Optional[Path] = None) -> None: ...
+
+    def discard(self, pid: int) -> None: ...
+
+
+class _Running(Protocol):
+    """A spawned ``Popen`` or a ``Forked`` child."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> Optional[int]: ...
+
+    def wait(self) -> Optional[int]: ...
+
+
+def _start(spec: ChildSpec, server: Optional[ForkServer], stop: Callable[[], None]) -> _Running:
+    if server is not None:
+        args = server.args_for(spec.command, spec.env)
+        if args is not None:
+            forked = server.start(args, spec.cwd, spec.env, spec.log, stop=stop)
+            if forked is not None:
+                return forked
+    return _spawn(spec.command, spec.cwd, spec.env, spec.log)
+
+
+def _start_over(spec: ChildSpec) -> None:
+    """A run whose server died runs again: what it wrote is unlinked (new files, not truncated)."""
+    for path in (spec.log, spec.env.get(RESULTS_VARIABLE)):
+        if path:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def run_all(
+    specs: Sequence[ChildSpec],
+    parallel: int,
+    *,
+    server: Optional[ForkServer] = None,
+    throttle: Optional[Throttle] = None,
+) -> list[ChildOutcome]:
+    """Run every spec, at most ``parallel`` at a time; results in the specs' order.
+
+    With a ``server``, each spec it can run is forked from it instead of spawned
+    (see ``forkserver``); the rest, and every spec once the server is unusable,
+    are spawned. A forked run whose server died is killed and spawned anew.
+    ``throttle`` is told each child's pid as it starts and as it ends.
+    """
     outcomes: list[Optional[ChildOutcome]] = [None] * len(specs)
-    running: dict[int, tuple[subprocess.Popen[bytes], float]] = {}
+    running: dict[int, tuple[_Running, float]] = {}
     pending = list(range(len(specs)))
     with _signals_raise() as received:
+
+        def stop() -> None:
+            if received:
+                raise Interrupted(received[0])
+
+        def end(index: int, child: _Running) -> None:
+            del running[index]
+            if throttle is not None:
+                throttle.discard(child.pid)
+
         try:
             while pending or running:
-                if received:
-                    raise Interrupted(received[0])
+                stop()
                 while pending and len(running) < max(1, parallel):
                     index = pending.pop(0)
                     spec = specs[index]
-                    running[index] = (
-                        _spawn(spec.command, spec.cwd, spec.env, spec.log),
-                        time.monotonic(),
-                    )
-                for index, (proc, started) in list(running.items()):
-                    code = proc.poll()
+                    child = _start(spec, server, stop)
+                    running[index] = (child, time.monotonic())
+                    if throttle is not None:
+                        records = spec.env.get(RESULTS_VARIABLE)
+                        throttle.add(child.pid, Path(records) if records else None)
+                for index, (child, started) in list(running.items()):
+                    try:
+                        code = child.poll()
+                    except ForkServerLost:
+                        stop_group(child.pid, signal.SIGKILL)
+                        end(index, child)
+                        _start_over(specs[index])
+                        pending.insert(0, index)
+                        continue
                     elapsed = time.monotonic() - started
                     if code is None and elapsed > specs[index].timeout:
-                        stop_group(proc.pid, signal.SIGKILL)
-                        proc.wait()
+                        stop_group(child.pid, signal.SIGKILL)
+                        child.wait()
+                        end(index, child)
                         outcomes[index] = ChildOutcome(None, elapsed)
-                        del running[index]
                     elif code is not None:
-                        stop_group(proc.pid, signal.SIGKILL)  # whatever it left behind in its group
+                        end(index, child)
+                        # Whatever it left behind in its group goes too.
+                        stop_group(child.pid, signal.SIGKILL)
                         outcomes[index] = ChildOutcome(code, elapsed)
-                        del running[index]
-                time.sleep(POLL_SECONDS)
+                if server is not None and server.usable:
+                    server.wait(POLL_SECONDS)
+                else:
+                    time.sleep(POLL_SECONDS)
         finally:
-            for proc, _ in running.values():
-                stop_group(proc.pid, signal.SIGKILL)
-                proc.wait()
+            for child, _ in running.values():
+                stop_group(child.pid, signal.SIGKILL)
+            for child, _ in running.values():
+                child.wait()
+                if throttle is not None:
+                    throttle.discard(child.pid)
     return [o for o in outcomes if o is not None]

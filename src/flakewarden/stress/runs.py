@@ -8,6 +8,7 @@ outcome is read from the plugin's per-test records, never from the exit code.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -16,7 +17,7 @@ import platform
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -25,7 +26,9 @@ from flakewarden.model import AttemptOutcome, TestRecord, first_line
 from flakewarden.runner import pytest_args
 from flakewarden.runner.process import plugin_env
 from flakewarden.runner.results import ProcessResults, read_results
-from flakewarden.stress.pool import ChildSpec, burners, run_all
+from flakewarden.stress.launcher import SPAWN, Launcher
+from flakewarden.stress.pool import ChildSpec, Throttle, burners, run_all
+from flakewarden.stress.sequential import DEFAULT_MARGIN, Margin
 from flakewarden.stress.verdict import Arm, Failure, Verdict
 
 SWITCH_INTERVAL = "1e-05"
@@ -54,9 +57,10 @@ class StressOptions:
     command: list[str]
     cwd: Path
     report_dir: Path
-    runs: int = 200
+    runs: Optional[int] = None  # at most this many runs per timing arm; None: the budget decides
     budget_seconds: float = 600.0
     order_from: Optional[Path] = None
+    margin: Margin = DEFAULT_MARGIN
     cores: int = dataclasses.field(default_factory=lambda: os.cpu_count() or 1)
 
 
@@ -131,6 +135,10 @@ class Runner:
         self.positionals: list[str] = []
         # Set when the test leaks state into itself: every later process runs it once.
         self.non_idempotent: dict[str, object] = {}
+        # How processes start: "fork server" or "spawn" (see launcher.py), and why any spawned.
+        self.launch: Optional[Launcher] = None
+        self.launcher = SPAWN
+        self.launcher_note = ""
 
     # -- plumbing ---------------------------------------------------------------
 
@@ -156,7 +164,25 @@ class Runner:
     def _process_timeout(self, job: Job) -> float:
         return max(60.0, 30 * (2.0 + job.repeat * self.test_seconds))
 
-    def run_jobs(self, jobs: Sequence[Job], parallel: int, burn: int = 0) -> list[JobResult]:
+    @contextlib.contextmanager
+    def launcher_context(self) -> Iterator[None]:
+        """While the block runs, processes after the probe may be forked from a fork server."""
+        with Launcher() as launch:
+            self.launch = launch
+            try:
+                yield
+            finally:
+                self.launch = None
+                self.launcher, self.launcher_note = launch.mechanism, launch.note
+
+    def run_jobs(
+        self,
+        jobs: Sequence[Job],
+        parallel: int,
+        burn: int = 0,
+        *,
+        throttle: Optional[Throttle] = None,
+    ) -> list[JobResult]:
         specs: list[ChildSpec] = []
         directories: list[Path] = []
         numbers: list[int] = []
@@ -190,11 +216,14 @@ class Runner:
             )
             directories.append(directory)
             numbers.append(self.number)
-        if burn:
-            with burners(burn):
-                outcomes = run_all(specs, parallel)
-        else:
-            outcomes = run_all(specs, parallel)
+        launch = self.launch if self.probe is not None and specs else None
+        server = None
+        if launch is not None:  # decided once the probe has shown how the command starts pytest
+            server = launch.server_for(self.split, self.plugin, self.options.cwd, specs[0].env)
+        with burners(burn) if burn else contextlib.nullcontext():
+            outcomes = run_all(specs, parallel, server=server, throttle=throttle)
+        if launch is not None:
+            self.launcher, self.launcher_note = launch.mechanism, launch.note
         out: list[JobResult] = []
         for job, number, directory, outcome in zip(jobs, numbers, directories, outcomes):
             results = read_results(directory / "results.jsonl")
@@ -245,7 +274,13 @@ class Runner:
         )
 
     def reproduce(
-        self, ids: Sequence[str], *, knob: str = "baseline", seed: Optional[int] = None
+        self,
+        ids: Sequence[str],
+        *,
+        knob: str = "baseline",
+        seed: Optional[int] = None,
+        burners: int = 0,
+        run_share: float = 0.0,
     ) -> str:
         """A command a human can paste, from the rootdir, without flakewarden."""
         located = pytest_args.locate(self.options.command)
@@ -266,10 +301,18 @@ class Runner:
         else:
             line = shlex.join([*python, "-m", "pytest", *args])
         if knob.startswith("burn-"):
-            count = self.options.cores * int(knob[5:-1])
+            burners = self.options.cores * int(knob[5:-1])
+        if burners:
             line = (
-                f"for i in $(seq {count}); do python3 -c 'while True: pass' & done; "
+                f"for i in $(seq {burners}); do python3 -c 'while True: pass' & done; "
                 f"{line}; kill $(jobs -p)"
+            )
+        if run_share:
+            period = 0.02
+            on, off = period * run_share, period * (1 - run_share)
+            line = (
+                f"{line} & p=$!; while kill -STOP $p 2>/dev/null; do sleep {off:.4f}; "
+                f"kill -CONT $p; sleep {on:.4f}; done; wait $p"
             )
         return f"cd {shlex.quote(str(self.rootdir))} && {line}"
 
@@ -289,6 +332,7 @@ class Runner:
             version=__version__,
             notes=self.notes,
             non_idempotent=dict(self.non_idempotent),
+            launcher={"mechanism": self.launcher, "note": self.launcher_note},
         )
         for key, value in fields.items():
             setattr(result, key, value)

@@ -4,12 +4,12 @@
   often than the baseline arm (hypergeometric tail, summed in log space).
 - ``holm``: Holm's step-down adjustment across the knobs tried together.
 - ``clopper_pearson`` / ``upper_bound``: exact binomial bounds on a failure rate.
-- ``SequentialPlan``: the group-sequential stopping rule of the timing phase.
+
+The timing phase's stopping rule, valid at any number of looks, is ``sequential``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 
@@ -24,7 +24,6 @@ from flakewarden.model.binomial import (
 
 __all__ = [
     "ALPHA",
-    "SequentialPlan",
     "binomial_cdf",
     "clopper_pearson",
     "fisher_greater",
@@ -78,36 +77,3 @@ def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
         running = max(running, min(1.0, (m - rank) * p))
         adjusted[name] = running
     return adjusted
-
-
-@dataclasses.dataclass(frozen=True)
-class SequentialPlan:
-    """Group-sequential rule for interleaved rounds of baseline and knob runs.
-
-    After every round each knob is compared with the baseline (one-sided
-    Fisher), the p-values are Holm-adjusted across knobs, and the phase stops
-    as soon as an adjusted p-value falls below ``alpha / looks``. Splitting
-    alpha evenly over the planned looks (Bonferroni over time) keeps the
-    overall false-race rate at or below ``alpha`` however many looks are
-    actually taken; it is conservative, which is the side to err on before
-    calling something a race.
-    """
-
-    looks: int
-    alpha: float = ALPHA
-
-    @property
-    def alpha_per_look(self) -> float:
-        return self.alpha / max(1, self.looks)
-
-    def describe(self) -> str:
-        return (
-            f"one-sided Fisher exact test of each knob against the interleaved baseline, "
-            f"Holm-adjusted across knobs, checked after each of up to {self.looks} rounds "
-            f"at alpha {self.alpha:g}/{self.looks} = {self.alpha_per_look:.4g} per look"
-        )
-
-    def significant(self, adjusted: Mapping[str, float]) -> list[str]:
-        """Knobs whose adjusted p-value crosses this look's threshold, most significant first."""
-        hits = [name for name, p in adjusted.items() if p < self.alpha_per_look]
-        return sorted(hits, key=lambda name: adjusted[name])

@@ -26,6 +26,7 @@ SEED_DEPENDENT = "seed-dependent"
 NON_IDEMPOTENT = "non-idempotent"
 FLAKY = "flaky"
 NOT_REPRODUCIBLE = "not-reproducible"
+INCONCLUSIVE = "inconclusive"
 ERROR = "error"
 VERDICTS = (
     DETERMINISTIC,
@@ -35,18 +36,19 @@ VERDICTS = (
     NON_IDEMPOTENT,
     FLAKY,
     NOT_REPRODUCIBLE,
+    INCONCLUSIVE,
     ERROR,
 )
 
 # Quarantine needs evidence that the failure is not a real break and not a race.
 # An order or seed dependency, or a test that leaks state into itself (it passes
 # its first run in every fresh process and fails when repeated in the same one),
-# is a found, reproducible cause outside timing; a
-# flat rate that no knob moves is the flake quarantine exists for. A test that
-# never failed under any knob bounds the rate of any race it hides (the verdict
-# states the bound and the knobs): the policy's default allows it, and the
-# quarantined test keeps running in every build. A team that wants more can drop
-# it from ``quarantine_policy.allowed_verdicts``.
+# is a found, reproducible cause outside timing. A flat rate that no knob moves
+# (``flaky``), or no failure at all (``not-reproducible``), is allowed only when
+# the evidence bounds what every knob could be doing: each knob's runs exclude
+# an increase in the failure rate larger than the margin (``Verdict.power``).
+# Without that bound it is absence of evidence, and ``inconclusive`` (failures
+# that no rule explains when the budget ended) is always refused.
 QUARANTINE_ALLOWED = {
     DETERMINISTIC: False,
     RACE: False,
@@ -55,12 +57,20 @@ QUARANTINE_ALLOWED = {
     NON_IDEMPOTENT: True,
     FLAKY: True,
     NOT_REPRODUCIBLE: True,
+    INCONCLUSIVE: False,
     ERROR: False,
 }
+# Allowed only with every knob bounded within the margin.
+NEEDS_BOUND = (FLAKY, NOT_REPRODUCIBLE)
 
 KNOB_DESCRIPTIONS = {
     "baseline": "no knob: fixed order (-p no:randomly), default switch interval, no extra load",
     "switch-interval": "sys.setswitchinterval(1e-05): threads switch ~500x more often",
+    "cpu-load": "CPU-burning processes beside the test, escalated until the test itself runs "
+    "4x slower than at baseline",
+    "throttle": "the test's process group stopped for 4/5 or more of every short period "
+    "(SIGSTOP/SIGCONT): its CPU work takes 5x or more as long by the clock",
+    # knobs of verdicts recorded before the load arms were defined by the slowdown
     "burn-1x": "one CPU-burning process per core while the test runs",
     "burn-2x": "two CPU-burning processes per core while the test runs",
 }
@@ -202,7 +212,9 @@ class Verdict:
     rule: str
     arms: list[Arm] = dataclasses.field(default_factory=list)
     knob: Optional[str] = None  # race: the tightening knob that raised the rate most
-    polluter: Optional[str] = None  # order-dependent: the test that must run first
+    polluter: Optional[str] = None  # order-dependent (victim): the test that must not run first
+    # order-dependent (brittle): the earlier test(s) it needs to run first
+    state_setter: Optional[list[str]] = None
     seed: Optional[int] = None  # seed-dependent: a seed that reproduces the failure
     statistics: dict[str, Any] = dataclasses.field(default_factory=dict)
     order: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -218,9 +230,23 @@ class Verdict:
     version: str = ""
     notes: list[str] = dataclasses.field(default_factory=list)
     shards: list[str] = dataclasses.field(default_factory=list)
+    # per knob: the increase in failure rate its runs exclude, the margin, and whether
+    # every knob is within it (``met``): what allows a flaky or not-reproducible verdict
+    power: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # per load knob: the slowdown of the test it reached at each level, and the target
+    load: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # how the fresh processes were started (fork server or spawn), and why
+    launcher: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def bounded(self) -> bool:
+        """Every knob's effect is bounded within the margin (``power``)."""
+        return self.power.get("met") is True
 
     @property
     def quarantine_allowed(self) -> bool:
+        if self.verdict in NEEDS_BOUND:
+            return self.bounded
         return QUARANTINE_ALLOWED[self.verdict]
 
     @property
@@ -250,6 +276,7 @@ class Verdict:
             "rule": self.rule,
             "knob": self.knob,
             "polluter": self.polluter,
+            "state_setter": self.state_setter,
             "seed": self.seed,
             "runs": self.total_runs,
             "failures": self.total_failures,
@@ -267,6 +294,9 @@ class Verdict:
             "duration": round(self.duration, 3),
             "notes": self.notes,
             "shards": self.shards,
+            "power": self.power,
+            "load": self.load,
+            "launcher": self.launcher,
         }
 
     @classmethod
@@ -285,6 +315,9 @@ class Verdict:
             arms=[Arm.from_json(a) for a in data.get("arms", [])],
             knob=data.get("knob"),
             polluter=data.get("polluter"),
+            state_setter=None
+            if data.get("state_setter") is None
+            else [str(t) for t in data["state_setter"]],
             seed=None if seed is None else int(seed),
             statistics=dict(data.get("statistics") or {}),
             order=dict(data.get("order") or {}),
@@ -299,6 +332,9 @@ class Verdict:
             version=str(data.get("tool", {}).get("version") or ""),
             notes=[str(n) for n in data.get("notes", [])],
             shards=[str(s) for s in data.get("shards", [])],
+            power=dict(data.get("power") or {}),
+            load=dict(data.get("load") or {}),
+            launcher=dict(data.get("launcher") or {}),
         )
 
 

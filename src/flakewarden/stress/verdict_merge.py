@@ -15,6 +15,7 @@ from flakewarden.stress.verdict import (
     DETERMINISTIC,
     ERROR,
     FLAKY,
+    INCONCLUSIVE,
     NON_IDEMPOTENT,
     NOT_REPRODUCIBLE,
     ORDER_DEPENDENT,
@@ -30,6 +31,35 @@ _PRIORITY = (DETERMINISTIC, RACE, ORDER_DEPENDENT, SEED_DEPENDENT, NON_IDEMPOTEN
 def _shard_label(verdict: Verdict, fallback: str) -> str:
     runner = str(verdict.environment.get("runner") or "")
     return runner or fallback
+
+
+def _merged_power(usable: list[tuple[Verdict, str]]) -> dict[str, object]:
+    """The shards' bounds together: met only when every shard bounded every knob.
+
+    The largest increase any shard left unexcluded is the merged one, compared
+    with the margin at the highest baseline rate of the shards, which is what a
+    quarantine policy reads from the marker.
+    """
+    powers = [(shard.power, label) for shard, label in usable]
+    increases = [p.get("max_increase") for p, _ in powers]
+    knobs: dict[str, object] = {}
+    for power, label in powers:
+        for knob, row in (power.get("knobs") or {}).items():
+            knobs[f"{knob}@{label}"] = row
+    merged: dict[str, object] = {
+        "met": bool(usable) and all(shard.bounded for shard, _ in usable),
+        "margin": next((p.get("margin") for p, _ in powers if p.get("margin")), ""),
+        "knobs": knobs,
+        "shards": {label: power for power, label in powers},
+    }
+    if increases and all(isinstance(i, (int, float)) for i in increases):
+        merged["max_increase"] = max(float(i) for i in increases if i is not None)
+        worst = max(
+            (p.get("baseline") or {} for p, _ in powers),
+            key=lambda b: int(b.get("failures") or 0) / int(b.get("runs") or 1),
+        )
+        merged["baseline"] = dict(worst)
+    return merged
 
 
 def merge_verdicts(shards: list[Verdict], names: list[str]) -> Verdict:
@@ -129,6 +159,15 @@ def merge_verdicts(shards: list[Verdict], names: list[str]) -> Verdict:
     hits = sorted((k for k, p in adjusted.items() if p < stats.ALPHA), key=lambda k: adjusted[k])
     runs = sum(a.runs for a in arms)
     failures = sum(a.failures for a in arms)
+    # A flat rate or a clean record on the pooled counts allows quarantine only when
+    # every runner bounded every knob: one runner's missing power is missing evidence.
+    base.power = _merged_power(usable)
+    base.load = {
+        f"{knob}@{label}": summary
+        for shard, label in usable
+        for knob, summary in shard.load.items()
+    }
+    inconclusive = [(s, label) for s, label in usable if s.verdict == INCONCLUSIVE]
     if hits:
         knob = hits[0]
         base.verdict, base.knob = RACE, knob
@@ -138,6 +177,11 @@ def merge_verdicts(shards: list[Verdict], names: list[str]) -> Verdict:
         base.rule = (
             f"merge race: Holm-adjusted one-sided Fisher p = {adjusted[knob]:.3g} < {stats.ALPHA}"
         )
+    elif inconclusive:
+        shard, label = inconclusive[0]
+        base.verdict = INCONCLUSIVE
+        base.reason = f"on {label}: {shard.reason}"
+        base.rule = f"merge: an inconclusive shard leaves the question open; {shard.rule}"
     elif failures:
         base.verdict = FLAKY
         base.reason = (
@@ -149,8 +193,13 @@ def merge_verdicts(shards: list[Verdict], names: list[str]) -> Verdict:
         base.verdict = NOT_REPRODUCIBLE
         base.reason = (
             f"no failure in {runs} runs over {len(usable)} runners; the failure rate is below "
-            f"{100 * stats.upper_bound(0, runs):.2f}% (95% one-sided Clopper-Pearson). "
-            "This is not evidence that it is not a race."
+            f"{100 * stats.upper_bound(0, runs):.2f}% (95% one-sided Clopper-Pearson), and "
+            + (
+                "every runner bounded every knob within the margin"
+                if base.bounded
+                else "not every runner bounded every knob within the margin: quarantine is "
+                "refused, absence of a failure in too few runs is not evidence"
+            )
         )
         base.rule = "merge not-reproducible: zero failures on every shard"
     return base

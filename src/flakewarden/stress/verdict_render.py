@@ -55,6 +55,69 @@ def _arm_label(arm: Arm) -> str:
     return f"{name}@{arm.shard}" if arm.shard else name
 
 
+def _power_lines(verdict: Verdict) -> list[str]:
+    """What each knob's runs exclude: the power behind an allowed flaky or not-reproducible."""
+    power = verdict.power
+    knobs = power.get("knobs")
+    if not isinstance(knobs, dict) or not knobs:
+        return []
+    met = "every knob is" if power.get("met") else "**not every knob is**"
+    out = [
+        "## What the runs rule out\n",
+        f"Margin: {power.get('margin', '')}; {met} bounded within it.\n",
+        "| knob | state | runs | failures | evidence of a race (e) | needed | rate below "
+        "| increase bound | margin |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for knob, row in knobs.items():
+        if not isinstance(row, dict):
+            continue
+        out.append(
+            f"| {knob} | {row.get('state', '')} | {row.get('runs', '')} "
+            f"| {row.get('failures', '')} "
+            f"| {float(row.get('e_value', 0.0)):.3g} | {float(row.get('race_threshold', 0.0)):g} "
+            f"| {_percent(float(row.get('upper', 1.0)))} "
+            f"| {_percent(float(row.get('increase_bound', 1.0)))} "
+            f"| {_percent(float(row.get('margin', 0.0)))} |"
+        )
+    out.append("")
+    out.extend(f"- {row.get('statement', '')}" for row in knobs.values() if isinstance(row, dict))
+    out.append("")
+    return out
+
+
+def _load_lines(verdict: Verdict) -> list[str]:
+    """The slowdown each load arm reached, level by level, and whether it met the target."""
+    if not verdict.load:
+        return []
+    out = ["## Slowdown the load arms reached\n"]
+    out.append("| knob | level | runs | slowdown of the test |")
+    out.append("|---|---|---:|---:|")
+    plain: list[str] = []
+    for knob, summary in verdict.load.items():
+        if not isinstance(summary, dict):
+            continue
+        for row in summary.get("levels") or []:
+            slowdown = row.get("slowdown")
+            shown = "" if slowdown is None else f"{float(slowdown):.2f}x"
+            out.append(f"| {knob} | {row.get('level', '')} | {row.get('runs', '')} | {shown} |")
+        target = summary.get("target")
+        final = summary.get("slowdown")
+        if not summary.get("reached"):
+            plain.append(
+                f"- **{knob} did not reach the {target}x target**: the test ran "
+                + ("with no measured slowdown" if final is None else f"{float(final):.2f}x slower")
+                + f" at the last level ({summary.get('final_level', '')}). This machine could not "
+                "slow it that much, or the test's time is spent waiting rather than computing."
+            )
+        else:
+            plain.append(f"- {knob} reached {final}x (target {target}x).")
+    out.append("")
+    out.extend(plain)
+    out.append("")
+    return out
+
+
 def render_markdown(verdict: Verdict) -> str:
     out: list[str] = []
     out.append(f"# Stress verdict: `{verdict.verdict}`\n")
@@ -67,6 +130,9 @@ def render_markdown(verdict: Verdict) -> str:
         out.append(f"**Knob:** `{verdict.knob}` — {KNOB_DESCRIPTIONS.get(verdict.knob, '')}\n")
     if verdict.polluter:
         out.append(f"**Polluter:** `{verdict.polluter}`\n")
+    if verdict.state_setter:
+        setters = " + ".join(f"`{t}`" for t in verdict.state_setter)
+        out.append(f"**State-setter** (it fails without it: brittle): {setters}\n")
     if verdict.seed is not None:
         out.append(f"**Seed:** `--randomly-seed={verdict.seed}`\n")
     entry = verdict.known_race_entry()
@@ -79,7 +145,7 @@ def render_markdown(verdict: Verdict) -> str:
     out.append("## Evidence\n")
     out.append(
         "| phase | knob | runs | failures | rate | 95% interval | upper bound (95%, one-sided) "
-        "| p (Fisher, one-sided) | p (Holm) | processes × repeat "
+        "| p | p (adjusted) | processes × repeat "
         "| first runs in a process (failed/runs) | in-process repeats (failed/runs) |"
     )
     out.append("|---|---|---:|---:|---:|---|---:|---:|---:|---|---:|---:|")
@@ -93,6 +159,8 @@ def render_markdown(verdict: Verdict) -> str:
             f"| {arm.first_failures}/{arm.first_runs} | {arm.repeat_failures}/{arm.repeat_runs} |"
         )
     out.append("")
+    out.extend(_power_lines(verdict))
+    out.extend(_load_lines(verdict))
     if verdict.statistics:
         out.append("## Statistics\n")
         for key, value in verdict.statistics.items():
@@ -144,6 +212,10 @@ def render_markdown(verdict: Verdict) -> str:
     out.append(f"- finished: {verdict.finished_at}")
     out.append(f"- duration: {verdict.duration:.1f} s")
     out.append(f"- flakewarden: {verdict.version}")
+    if verdict.launcher:
+        mechanism = verdict.launcher.get("mechanism", "")
+        note = verdict.launcher.get("note", "")
+        out.append(f"- fresh processes: {mechanism}" + (f" ({note})" if note else ""))
     if verdict.command:
         out.append(f"- test command: `{shlex.join(verdict.command)}`")
     if verdict.shards:

@@ -1,0 +1,276 @@
+"""The order phase's brittle side: a test that fails alone and passes after its state-setter.
+
+A brittle test is the inverse of a victim: it relies on state that an earlier
+test of the suite sets (the state-setter), so it fails every run on its own
+and passes in the suite. When every isolated run failed and ``--order-from``
+holds a pass of the test, the predecessors it passed after are replayed in
+order. A pass there is bisected to the state-setter, keeping a half after
+which it still passes; when neither half alone is enough (two state-setters,
+one in each half), each half is bisected with the other run before it too.
+The pair *state-setter, test* is confirmed in fresh processes against
+isolation with a one-sided Fisher test of passes; a pass that nothing
+confirms is ``inconclusive``. Without a recorded pass, or when the replay
+fails too, the verdict stays ``deterministic`` and its reason says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Optional
+
+from flakewarden.model import AttemptOutcome, RunReport
+from flakewarden.stress import stats
+from flakewarden.stress.causes import also_non_idempotent
+from flakewarden.stress.order import ORDER_CONFIRM, ORDER_REPLAYS, recorded_report, replay
+from flakewarden.stress.runs import Runner
+from flakewarden.stress.verdict import INCONCLUSIVE, ORDER_DEPENDENT, Arm, Verdict
+
+SHOWN_SETTERS = 3  # state-setters named in a reason; ``order.state_setter`` lists them all
+
+HINT = (
+    "; a test that passes in the suite but fails alone may be brittle (it relies on state "
+    "an earlier test sets): to check, stress it with --order-from the report.json of a run "
+    "where it passed"
+)
+
+
+@dataclasses.dataclass
+class BrittleCheck:
+    """What the check found: a verdict, or else what ``deterministic``'s reason adds."""
+
+    verdict: Optional[Verdict] = None
+    clause: str = ""
+    order: dict[str, object] = dataclasses.field(default_factory=dict)
+
+
+def brittle_check(stress: Runner, isolation: Arm) -> BrittleCheck:
+    """Weigh a recorded pass of a test that failed every isolated run."""
+    source = stress.options.order_from
+    if source is None:
+        return BrittleCheck(clause=HINT)
+    test_id = stress.options.test_id
+    report = recorded_report(stress)
+    if test_id not in report.order:
+        stress.notes.append(f"order: {test_id} is not in the run order of {source}")
+        return BrittleCheck(
+            clause=f"; it is not in the run order of {source}, so no recorded order was replayed"
+        )
+    result = next((t for t in report.tests if t.id == test_id), None)
+    attempt = 1  # a report that holds no outcome of the test: replay its run order
+    if result is not None:
+        passes = [a.attempt for a in result.attempts if a.outcome == AttemptOutcome.PASSED]
+        if not passes:
+            return BrittleCheck(
+                clause=f"; its recorded run ({source}) holds no pass of it either "
+                f"(outcome {result.outcome}), so there was no order it passed in to replay"
+            )
+        attempt = passes[0]
+    before = _predecessors(report, test_id, attempt)
+    detail: dict[str, object] = {
+        "kind": "brittle",
+        "source": str(source),
+        "recorded_outcome": None if result is None else str(result.outcome),
+        "attempt": attempt,
+        "predecessors": len(before),
+    }
+    where = f"{source}, attempt {attempt}" if attempt > 1 else str(source)
+    if not before:
+        return BrittleCheck(
+            clause=f"; it passed in its recorded run ({where}) with no test before it, so "
+            "no earlier test sets state it needs: the code or the environment changed, "
+            "not the order",
+            order=detail,
+        )
+    stress.say(f"order: replaying the {len(before)} predecessors it passed after, in order")
+    replayed = Arm("order", "after-predecessors", command=stress.reproduce([*before, test_id]))
+    stress.arms.append(replayed)
+    replay(stress, [before], [replayed], ORDER_REPLAYS + 1)
+    detail["replay"] = {"runs": replayed.runs, "passes": _passes(replayed)}
+    if not _passes(replayed):
+        detail["reproduced"] = False
+        stress.notes.append(
+            f"order: the recorded run ({where}) holds a pass of it, but replaying its "
+            f"{len(before)} predecessors in that order failed it too "
+            f"({replayed.failures}/{replayed.runs})"
+        )
+        return BrittleCheck(
+            clause=f"; replaying the {len(before)} predecessors it passed after in its recorded "
+            f"run ({where}), in order, failed it too ({replayed.failures}/{replayed.runs} "
+            "runs): it fails even in the order it passed in",
+            order=detail,
+        )
+    detail["reproduced"] = True
+    candidates, steps = _narrow(stress, before)
+    detail["bisection"] = steps
+    confirm, p = _confirm(stress, candidates, "after-state-setter", isolation)
+    if p >= stats.ALPHA and candidates != before:
+        if stress.over_budget():
+            stress.notes.append(
+                f"order: {_names(candidates)} did not confirm as the state-setter "
+                f"(p = {p:.3g}) and the budget is spent: the whole predecessor set was not tried"
+            )
+        else:
+            stress.notes.append(
+                f"order: the narrowed set {_names(candidates)} did not confirm (p = {p:.3g}): "
+                f"trying all {len(before)} predecessors as the state-setter"
+            )
+            candidates = list(before)
+            confirm, p = _confirm(stress, candidates, "after-all-predecessors", isolation)
+    detail["confirm"] = {
+        "setters": len(candidates),
+        "runs": confirm.runs,
+        "passes": _passes(confirm),
+        "p_value": p,
+    }
+    if p < stats.ALPHA:
+        detail["state_setter"] = candidates
+        return BrittleCheck(verdict=_brittle(stress, isolation, candidates, confirm, p, detail))
+    detail["candidates"] = candidates
+    return BrittleCheck(verdict=_inconclusive(stress, isolation, replayed, before, p, detail))
+
+
+def _predecessors(report: RunReport, test_id: str, attempt: int) -> list[str]:
+    """The tests that ran before it in the attempt where it passed.
+
+    The run order is attempt 1's; a rerun attempt ran its selection in that same
+    collection order, so its predecessors are the earlier tests it reran.
+    """
+    before = report.order[: report.order.index(test_id)]
+    if attempt <= 1:
+        return before
+    rerun = next((a for a in report.attempts if a.number == attempt), None)
+    if rerun is None or not rerun.selected:
+        return before
+    selected = set(rerun.selected)
+    return [t for t in before if t in selected]
+
+
+def _passes(arm: Arm) -> int:
+    return arm.runs - arm.failures
+
+
+def _narrow(stress: Runner, before: list[str]) -> tuple[list[str], list[dict[str, object]]]:
+    """Bisect ``before`` to the tests it needs in front of it, and the steps taken."""
+    steps: list[dict[str, object]] = []
+    found = _bisect(stress, before, before, [], steps)
+    if stress.over_budget():
+        stress.notes.append(
+            f"order: the budget ran out while bisecting, at {len(found)} candidate "
+            "state-setter test(s): those are what is confirmed"
+        )
+    return _in_order(before, found), steps
+
+
+def _bisect(
+    stress: Runner,
+    before: list[str],
+    candidates: list[str],
+    context: list[str],
+    steps: list[dict[str, object]],
+) -> list[str]:
+    """The part of ``candidates`` it needs, when ``context`` runs before it as well.
+
+    Each half (with the context, in the recorded order) is replayed twice, both
+    halves at once. A half after which it passes is kept, as the polluter's
+    bisection keeps a half after which it fails. When neither half alone is
+    enough (two state-setters, one in each half), each half is narrowed with
+    the other one run before it too, so both state-setters are found.
+    """
+    if len(candidates) <= 1 or stress.over_budget():
+        return candidates
+    half = len(candidates) // 2
+    first, second = candidates[:half], candidates[half:]
+    arms = [Arm("order", "bisect"), Arm("order", "bisect")]
+    replay(
+        stress,
+        [_in_order(before, [*context, *part]) for part in (first, second)],
+        arms,
+        ORDER_REPLAYS,
+    )
+    passes = [_passes(arm) for arm in arms]
+    kept = "first half" if passes[0] else "second half" if passes[1] else "both halves"
+    steps.append(
+        {
+            "context": len(context),
+            "sizes": [len(first), len(second)],
+            "passes": passes,
+            "runs": [arm.runs for arm in arms],
+            "kept": kept,
+        }
+    )
+    if passes[0]:
+        return _bisect(stress, before, first, context, steps)
+    if passes[1]:
+        return _bisect(stress, before, second, context, steps)
+    needed = _bisect(stress, before, first, [*context, *second], steps)
+    return needed + _bisect(stress, before, second, [*context, *needed], steps)
+
+
+def _in_order(before: list[str], tests: Sequence[str]) -> list[str]:
+    """``tests`` in the order they ran in the recorded run."""
+    wanted = set(tests)
+    return [t for t in before if t in wanted]
+
+
+def _confirm(stress: Runner, setters: list[str], knob: str, isolation: Arm) -> tuple[Arm, float]:
+    """The pair in fresh processes; p of passing more often than in isolation."""
+    test_id = stress.options.test_id
+    stress.say(f"order: confirming {len(setters)} state-setter test(s), then the test")
+    arm = Arm("order", knob, command=stress.reproduce([*setters, test_id]))
+    stress.arms.append(arm)
+    replay(stress, [setters], [arm], ORDER_CONFIRM)
+    p = stats.fisher_greater(_passes(isolation), isolation.runs, _passes(arm), arm.runs)
+    arm.p_value = p
+    return arm, p
+
+
+def _names(tests: Sequence[str]) -> str:
+    if len(tests) <= SHOWN_SETTERS:
+        return " + ".join(tests)
+    shown = " + ".join(tests[: SHOWN_SETTERS - 1])
+    return f"{shown} and {len(tests) - SHOWN_SETTERS + 1} more (order.state_setter lists them)"
+
+
+def _brittle(
+    stress: Runner,
+    isolation: Arm,
+    setters: list[str],
+    confirm: Arm,
+    p: float,
+    detail: dict[str, object],
+) -> Verdict:
+    names = _names(setters)
+    one = len(setters) == 1
+    return stress.verdict(
+        ORDER_DEPENDENT,
+        f"fails alone ({isolation.failures}/{isolation.runs} isolated runs failed) but passed "
+        f"{_passes(confirm)}/{confirm.runs} times right after its "
+        f"state-setter{'' if one else 's'} {names}: brittle, it relies on state "
+        f"{names + ' sets' if one else 'they set'}" + also_non_idempotent(stress),
+        "order-dependent (brittle): one-sided Fisher exact test of passes right after the "
+        f"state-setter against passes in isolation, p = {p:.3g} < {stats.ALPHA}",
+        order=detail,
+        state_setter=list(setters),
+    )
+
+
+def _inconclusive(
+    stress: Runner,
+    isolation: Arm,
+    replayed: Arm,
+    before: list[str],
+    p: float,
+    detail: dict[str, object],
+) -> Verdict:
+    return stress.verdict(
+        INCONCLUSIVE,
+        f"fails alone ({isolation.failures}/{isolation.runs} isolated runs failed) but passed "
+        f"{_passes(replayed)}/{replayed.runs} times right after its {len(before)} recorded "
+        f"predecessors, and no state-setter confirmed (p = {p:.3g}): neither a real break "
+        "nor a found order dependence",
+        "inconclusive: a pass after its recorded predecessors argues against a real break, "
+        "but no state-setter passed significantly more often than isolation (one-sided "
+        f"Fisher exact test of passes, p = {p:.3g} >= {stats.ALPHA})",
+        order=detail,
+    )

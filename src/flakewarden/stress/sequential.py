@@ -1,0 +1,473 @@
+"""The timing phase's stopping rule: valid at any number of looks, ended by evidence or budget.
+
+Each knob is compared with the interleaved baseline round by round, and two
+questions stay open until the evidence answers one of them:
+
+- **Does the knob raise the failure rate?** Each knob process of a round is
+  paired with a baseline process of the same round; when the knob changes
+  nothing, which of the two failed the larger share of its runs is a fair
+  coin (ties dropped), whatever the runs inside one process share. The
+  product over pairs of the likelihood ratio of a coin that favours the knob
+  with chance theta against a fair one is a test martingale, and so is its
+  average over a grid of theta. By Ville's inequality it ever reaches
+  ``knobs / alpha`` with probability at most ``alpha / knobs``: a race is
+  declared then, however many rounds were looked at and however the runs were
+  allocated (each round's allocation is chosen before the round runs).
+- **How much could the knob raise it?** An anytime-valid upper bound on the
+  knob arm's failure rate: the smallest rate q that a plug-in likelihood ratio
+  test martingale rejects at level ``beta`` (predictable estimate from earlier
+  rounds against q). A knob whose rate exceeded the bound would have been seen
+  with probability at least ``1 - beta``. The knob is *bounded* when the bound
+  minus the baseline's rate is within the margin.
+
+Sampling ends when a knob is a race, or when every knob is bounded; otherwise
+the budget ends it and the question stays open (``inconclusive``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple, Optional
+
+from flakewarden.model.binomial import ALPHA, upper_bound
+
+BETA = 0.10  # a knob above the bound would have been seen with probability 1 - BETA
+MARGIN = 0.0025  # largest increase in failure rate a bounded knob may still hide (absolute)
+RELATIVE_MARGIN = 0.5  # ... or this share of the baseline's own rate, when that is larger
+# The plug-in estimate's pseudo-count of failures: small, so that a few clean rounds
+# already bound a rate near zero (the first round is estimated at half the candidate).
+PSEUDO_FAILURES = 0.1
+# The chances that a knob's process fails more of its runs than its paired baseline
+# process does, that the race test's mixture is spread over (a fair coin when the
+# knob changes nothing).
+THETA_GRID = (0.55, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999)
+
+RACE = "race"
+BOUNDED = "bounded"
+OPEN = "open"
+
+
+class Margin(NamedTuple):
+    """The largest increase in failure rate that still counts as "no knob effect"."""
+
+    absolute: float = MARGIN
+    relative: float = RELATIVE_MARGIN
+
+    def at(self, baseline_rate: float) -> float:
+        return max(self.absolute, self.relative * baseline_rate)
+
+    def describe(self) -> str:
+        return (
+            f"{100 * self.absolute:.2f} percentage points, or {100 * self.relative:.0f}% of "
+            "the baseline's rate when that is larger"
+        )
+
+
+DEFAULT_MARGIN = Margin()
+
+
+class Counts(NamedTuple):
+    runs: int
+    failures: int
+
+
+def _total(processes: Sequence[Counts]) -> Counts:
+    return Counts(sum(p.runs for p in processes), sum(p.failures for p in processes))
+
+
+def _units(processes: Sequence[Counts]) -> Counts:
+    """Processes as the units: how many ran, and how many failed at least once."""
+    ran = [p for p in processes if p.runs]
+    return Counts(len(ran), sum(1 for p in ran if p.failures))
+
+
+def _log_sum(values: Iterable[float]) -> float:
+    items = list(values)
+    if not items:
+        return -math.inf
+    peak = max(items)
+    if peak == -math.inf:
+        return peak
+    return peak + math.log(math.fsum(math.exp(v - peak) for v in items))
+
+
+def paired_signs(base: Sequence[Counts], knob: Sequence[Counts]) -> tuple[int, int]:
+    """Pairs in which the knob's process failed a larger (smaller) share of its runs.
+
+    The i-th knob process of a round is paired with the round's i-th baseline
+    process, an order fixed before either ran. When the knob changes nothing,
+    the two processes of a pair are alike whatever the runs inside a process
+    share, so each untied pair is a fair coin: the sign test needs no
+    independence between the runs of one process.
+    """
+    higher = lower = 0
+    for b, k in zip(base, knob):
+        if not b.runs or not k.runs:
+            continue
+        diff = k.failures * b.runs - b.failures * k.runs
+        higher += diff > 0
+        lower += diff < 0
+    return higher, lower
+
+
+def _log_bernoulli(failures: int, runs: int, p: float) -> float:
+    if p <= 0.0:
+        return 0.0 if failures == 0 else -math.inf
+    if p >= 1.0:
+        return 0.0 if failures == runs else -math.inf
+    return failures * math.log(p) + (runs - failures) * math.log1p(-p)
+
+
+class RateBound:
+    """An upper bound on one arm's failure rate, valid however many rounds were looked at.
+
+    For a candidate rate q, each round's likelihood under a predictable
+    estimate (earlier rounds only, capped at q) against its likelihood under q
+    multiplies into a test martingale for "the rate is at least q"; q is
+    excluded once it reaches ``1 / beta``, and the bound is the smallest q
+    excluded. A round whose estimate is at least q contributes nothing, so
+    with the rounds sorted by their estimate the martingale at any q is one
+    lookup in prefix sums.
+    """
+
+    def __init__(self, beta: float = BETA) -> None:
+        self.beta = beta
+        self.runs = 0
+        self.failures = 0
+        self.rounds: list[tuple[float, float, int, int]] = []  # (estimate, log-lik, runs, fails)
+        self._prefix: Optional[tuple[list[float], list[float], list[int], list[int]]] = None
+        self.first: Optional[Counts] = None  # estimated by half the candidate rate
+
+    def add(self, counts: Counts) -> None:
+        if self.first is None:
+            self.first = counts
+        else:
+            estimate = (self.failures + PSEUDO_FAILURES) / (self.runs + 1)
+            own = _log_bernoulli(counts.failures, counts.runs, estimate)
+            bisect.insort(self.rounds, (estimate, own, counts.runs, counts.failures))
+        self.runs += counts.runs
+        self.failures += counts.failures
+        self._prefix = None
+
+    def _sums(self) -> tuple[list[float], list[float], list[int], list[int]]:
+        if self._prefix is None:
+            keys, own, runs, fails = [], [0.0], [0], [0]
+            for estimate, log_lik, n, f in self.rounds:
+                keys.append(estimate)
+                own.append(own[-1] + log_lik)
+                runs.append(runs[-1] + n)
+                fails.append(fails[-1] + f)
+            self._prefix = (keys, own, runs, fails)
+        return self._prefix
+
+    def log_martingale(self, q: float) -> float:
+        keys, own, runs, fails = self._sums()
+        i = bisect.bisect_left(keys, q)  # rounds whose estimate is below q
+        total = own[i] - _log_bernoulli(fails[i], runs[i], q)
+        if self.first is not None:
+            first = self.first
+            total += _log_bernoulli(first.failures, first.runs, q / 2) - _log_bernoulli(
+                first.failures, first.runs, q
+            )
+        return total
+
+    def upper(self) -> float:
+        if self.runs == 0:
+            return 1.0
+        threshold = math.log(1 / self.beta)
+        if self.log_martingale(1.0 - 1e-12) < threshold:
+            return 1.0
+        low = self.failures / self.runs
+        # The martingale need not grow with q everywhere: a candidate above the first
+        # crossing may still be unexcluded. The bound is above every unexcluded point
+        # of a fine grid, then found by bisection from the highest such point.
+        grid = [low + (1.0 - low) * i / 100 for i in range(1, 100)]
+        unexcluded = [q for q in grid if self.log_martingale(q) < threshold]
+        if unexcluded:
+            low = max(low, unexcluded[-1])
+        high = 1.0
+        for _ in range(50):
+            mid = (low + high) / 2
+            if self.log_martingale(mid) >= threshold:
+                high = mid
+            else:
+                low = mid
+        return high
+
+
+def anytime_upper_bound(rounds: Sequence[Counts], beta: float = BETA) -> float:
+    """``RateBound``'s upper bound over these rounds, in the order they ran."""
+    bound = RateBound(beta)
+    for counts in rounds:
+        bound.add(counts)
+    return bound.upper()
+
+
+class KnobBound(NamedTuple):
+    """What one knob's runs exclude: its rate is below ``upper`` (``1 - beta``)."""
+
+    upper: float
+    baseline_rate: float
+    increase: float  # upper - baseline_rate, at least 0
+    margin: float
+    runs: int
+    unit: str = "runs"  # "processes" when the failures cluster by process
+
+    @property
+    def met(self) -> bool:
+        return self.increase <= self.margin
+
+    def describe(self, beta: float = BETA) -> str:
+        what = "rate" if self.unit == "runs" else "share of failing processes"
+        return (
+            f"a knob raising the {what} above {100 * self.upper:.2f}% (baseline "
+            f"{100 * self.baseline_rate:.2f}% + {100 * self.increase:.2f} points) would have "
+            f"been seen with {100 * (1 - beta):.0f}% probability in its {self.runs:,} "
+            f"{self.unit}"
+        )
+
+
+class Sequential:
+    """The evidence so far on each knob against the baseline, and what it decides."""
+
+    def __init__(
+        self,
+        knobs: Sequence[str],
+        *,
+        alpha: float = ALPHA,
+        beta: float = BETA,
+        margin: Optional[Margin] = None,
+    ) -> None:
+        self.knobs = list(knobs)
+        self.alpha, self.beta = alpha, beta
+        self.margin = DEFAULT_MARGIN if margin is None else margin
+        self.base = Counts(0, 0)
+        self.totals: dict[str, Counts] = {k: Counts(0, 0) for k in self.knobs}
+        self.log_lr: dict[str, list[float]] = {k: [0.0] * len(THETA_GRID) for k in self.knobs}
+        self.rate_bounds: dict[str, RateBound] = {}
+        self.process_bounds: dict[str, RateBound] = {}
+        # every process's (runs, failures), per arm: what the clustering check reads
+        self.processes: dict[str, list[Counts]] = {}
+        self._bounds: dict[str, KnobBound] = {}
+        self._clustered: dict[str, bool] = {}
+        for arm in ("baseline", *self.knobs):
+            self.reset(arm)
+
+    @property
+    def threshold(self) -> float:
+        """The e-value a knob must reach: Bonferroni over the knobs on Ville's bound."""
+        return len(self.knobs) / self.alpha
+
+    def reset(self, arm: str) -> None:
+        """Forget an arm's bound and counts (a load knob escalated: a new rate to bound).
+
+        The race evidence is kept: it stays a test martingale across levels.
+        """
+        self.rate_bounds[arm] = RateBound(self.beta)
+        self.process_bounds[arm] = RateBound(self.beta)
+        self.processes[arm] = []
+        if arm in self.totals:
+            self.totals[arm] = Counts(0, 0)
+        self._bounds, self._clustered = {}, {}
+
+    def add_round(self, rounds: Mapping[str, Sequence[Counts]]) -> None:
+        """One round: for the baseline and each sampled knob, every process's runs and failures.
+
+        The race evidence counts *processes that failed*, not runs: runs repeated
+        in one process share its state (a module fixture, a poisoned cache), so
+        they are not independent, while processes are. The bound counts runs,
+        unless the failures cluster by process (``clustered``).
+        """
+        self._bounds, self._clustered = {}, {}
+        base_processes = rounds.get("baseline", [])
+        base = _total(base_processes)
+        self.base = Counts(self.base.runs + base.runs, self.base.failures + base.failures)
+        self._record("baseline", base_processes)
+        for knob in self.knobs:
+            processes = rounds.get(knob, [])
+            counts = _total(processes)
+            if counts.runs == 0:
+                continue
+            self._record(knob, processes)
+            total = self.totals[knob]
+            self.totals[knob] = Counts(total.runs + counts.runs, total.failures + counts.failures)
+            higher, lower = paired_signs(base_processes, processes)
+            ratios = self.log_lr[knob]
+            for i, theta in enumerate(THETA_GRID):
+                ratios[i] += higher * math.log(2 * theta) + lower * math.log(2 * (1 - theta))
+
+    def _record(self, arm: str, processes: Sequence[Counts]) -> None:
+        if not processes:
+            return
+        self.rate_bounds[arm].add(_total(processes))
+        self.process_bounds[arm].add(_units(processes))
+        self.processes[arm].extend(processes)
+
+    def clustered(self, arm: str) -> bool:
+        """The arm's failures bunch into fewer processes than independent runs would give.
+
+        Under independent runs at the arm's observed rate, the number of
+        processes with at least one failure has a known mean and variance; a
+        count more than 1.645 standard deviations below it (one-sided 5%) says
+        the runs of a process share their fate, and the bound then counts
+        processes instead of runs.
+        """
+        cached = self._clustered.get(arm)
+        if cached is not None:
+            return cached
+        self._clustered[arm] = found = self._clusters(self.processes[arm])
+        return found
+
+    @staticmethod
+    def _clusters(processes: Sequence[Counts]) -> bool:
+        total = _total(processes)
+        if total.failures < 2:
+            return False
+        rate = total.failures / total.runs
+        chances = [1 - (1 - rate) ** p.runs for p in processes]
+        mean = math.fsum(chances)
+        variance = math.fsum(c * (1 - c) for c in chances)
+        observed = sum(1 for p in processes if p.failures)
+        return variance > 0 and (observed - mean) / math.sqrt(variance) < -1.645
+
+    def e_value(self, knob: str) -> float:
+        """The mixture martingale's value: evidence that the knob raises the rate."""
+        log_mean = _log_sum(self.log_lr[knob]) - math.log(len(THETA_GRID))
+        return math.exp(min(log_mean, 700.0))
+
+    def p_value(self, knob: str) -> float:
+        """The always-valid p-value 1 / e (capped at 1), before the knobs' correction."""
+        return min(1.0, 1.0 / max(self.e_value(knob), 1e-300))
+
+    @property
+    def baseline_rate(self) -> float:
+        return self.base.failures / self.base.runs if self.base.runs else 0.0
+
+    def bound(self, knob: str) -> KnobBound:
+        cached = self._bounds.get(knob)
+        if cached is None:
+            if self.clustered(knob) or self.clustered("baseline"):
+                upper = self.process_bounds[knob].upper()
+                base_units = _units(self.processes["baseline"])
+                base = base_units.failures / base_units.runs if base_units.runs else 0.0
+                unit = "processes"
+                count = len(self.processes[knob])
+            else:
+                upper = self.rate_bounds[knob].upper()
+                base = self.baseline_rate
+                unit = "runs"
+                count = self.totals[knob].runs
+            cached = KnobBound(
+                upper, base, max(0.0, upper - base), self.margin.at(base), count, unit
+            )
+            self._bounds[knob] = cached
+        return cached
+
+    def state(self, knob: str) -> str:
+        if self.e_value(knob) >= self.threshold:
+            return RACE
+        if self.base.runs and self.bound(knob).met:
+            return BOUNDED
+        return OPEN
+
+    def leans(self, knob: str) -> bool:
+        """The knob's rate is above the baseline's and the evidence grew: signal, not proof."""
+        total = self.totals[knob]
+        rate = total.failures / total.runs if total.runs else 0.0
+        return total.failures > 0 and rate > self.baseline_rate and self.e_value(knob) > 1.0
+
+    def races(self) -> list[str]:
+        """Knobs that crossed the race threshold, strongest evidence first."""
+        hits = [k for k in self.knobs if self.e_value(k) >= self.threshold]
+        return sorted(hits, key=self.e_value, reverse=True)
+
+    def settled(self) -> bool:
+        """A race was found, or every knob is bounded within the margin."""
+        return bool(self.races()) or all(self.state(k) == BOUNDED for k in self.knobs)
+
+    def allocation(self) -> dict[str, int]:
+        """Processes per arm for the next round: nothing more for a knob already bounded.
+
+        A bounded knob's budget goes to the knobs still open (and to the
+        baseline they are compared with); a knob that leans toward a race gets
+        twice an open knob's share, since its question is the nearest to an
+        answer. A knob whose bound slips past the margin again (the baseline's
+        rate moved) is sampled again.
+        """
+        shares = {
+            k: (0 if self.state(k) == BOUNDED else 2 if self.leans(k) else 1) for k in self.knobs
+        }
+        shares["baseline"] = max([1, *shares.values()])
+        return shares
+
+    def runs_to_settle(self, knob: str) -> Optional[int]:
+        """About how many more runs of this knob (and as many of the baseline) would settle it.
+
+        None when more runs at the rates seen so far would settle nothing: the
+        knob's rate is already above what the margin allows, yet no race.
+        """
+        total = self.totals[knob]
+        if total.runs == 0:
+            return None
+        if self.leans(knob):
+            log_e = math.log(max(self.e_value(knob), 1.0 + 1e-9))
+            need = math.log(self.threshold)
+            return max(1, math.ceil(total.runs * (need / log_e - 1)))
+        rate = total.failures / total.runs
+        target = self.baseline_rate + self.margin.at(self.baseline_rate)
+        fixed_now = upper_bound(total.failures, total.runs, 1 - self.beta)
+        # The fixed-sample bound at the same rate, widened for any number of looks by the
+        # ratio the anytime bound has to it now.
+        widen = max(1.0, self.bound(knob).upper / max(fixed_now, 1e-12))
+        if widen * rate >= target:
+            return None
+        n = total.runs
+        for _ in range(20):  # up to a million times the runs so far
+            n *= 2
+            failures = round(rate * n)
+            # The normal approximation past a few thousand failures: the exact bound
+            # costs time in proportion to the failures.
+            if failures > 2000:
+                estimate = rate + 1.2816 * math.sqrt(rate * (1 - rate) / n)
+            else:
+                estimate = upper_bound(failures, n, 1 - self.beta)
+            if widen * estimate <= target:
+                return max(0, n - total.runs)
+        return None
+
+    def describe(self) -> str:
+        return (
+            f"each knob against the interleaved baseline: each knob process paired with a "
+            f"baseline process of its round, a sign test of which failed the larger share of "
+            f"its runs (a fair coin when the knob changes nothing), its likelihood ratio "
+            f"averaged over chances {', '.join(f'{t:g}' for t in THETA_GRID)}, a test "
+            f"martingale; race when it reaches "
+            f"{len(self.knobs)}/{self.alpha:g} = {self.threshold:g} (Ville's inequality, "
+            f"Bonferroni over {len(self.knobs)} knobs), valid at any number of looks; a knob "
+            f"is bounded when its anytime-valid {100 * (1 - self.beta):.0f}% upper bound "
+            f"exceeds the baseline's rate by at most {self.margin.describe()}"
+        )
+
+
+def knob_summary(
+    sequential: Sequential, knob: str, *, slowdown: Optional[float] = None
+) -> dict[str, object]:
+    """One knob's evidence for ``verdict.json``."""
+    bound = sequential.bound(knob)
+    summary: dict[str, object] = {
+        "state": sequential.state(knob),
+        "runs": sequential.totals[knob].runs,
+        "failures": sequential.totals[knob].failures,
+        "e_value": round(sequential.e_value(knob), 6),
+        "race_threshold": sequential.threshold,
+        "upper": round(bound.upper, 6),
+        "increase_bound": round(bound.increase, 6),
+        "margin": round(bound.margin, 6),
+        "bounded": bound.met,
+        "statement": bound.describe(sequential.beta),
+    }
+    if slowdown is not None:
+        summary["slowdown"] = round(slowdown, 2)
+    return summary

@@ -1,0 +1,260 @@
+"""What the timing phase's evidence decides: race, flaky, not-reproducible, inconclusive.
+
+Quarantine is allowed on a flat rate (``flaky``) or on no failure at all
+(``not-reproducible``) only when every knob is bounded: its runs exclude an
+increase in the failure rate larger than the margin. Otherwise the reason says
+which knob is still open, on what counts, and about what budget would settle it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from flakewarden.stress.causes import also_non_idempotent
+from flakewarden.stress.load import LOAD_KNOBS, LoadArm
+from flakewarden.stress.runs import Runner
+from flakewarden.stress.sequential import OPEN, Counts, Sequential, knob_summary
+from flakewarden.stress.verdict import (
+    FLAKY,
+    INCONCLUSIVE,
+    KNOB_DESCRIPTIONS,
+    NON_IDEMPOTENT,
+    NOT_REPRODUCIBLE,
+    RACE,
+    Arm,
+    Verdict,
+)
+
+FOUND_CAUSE_RUNS = 60  # first runs per arm when non-idempotence already explains the failures
+KNOBS = ("switch-interval", *LOAD_KNOBS)
+
+
+class TimingEvidence:
+    """The timing phase's arms, its sequential state and its load knobs, as they stand."""
+
+    def __init__(
+        self,
+        *,
+        arms: dict[str, Arm],
+        sequential: Sequential,
+        loads: dict[str, LoadArm],
+        per_process: int,
+        processes: int,
+        fresh_only: bool,
+    ) -> None:
+        self.arms = arms
+        self.sequential = sequential
+        self.loads = loads
+        self.per_process = per_process
+        self.processes = processes
+        self.fresh_only = fresh_only
+        self.base_durations: list[float] = []
+        self.round: dict[str, list[Counts]] = {}  # this round's processes, per arm
+        self.looks = 0
+        self.ended_by = ""
+        self.seconds = 0.0
+
+    def first_failures(self) -> int:
+        return sum(a.first_failures for a in self.arms.values())
+
+    def found_cause_done(self) -> bool:
+        """Non-idempotence explains the failures and every knob had its first runs."""
+        return (
+            self.fresh_only
+            and not self.first_failures()
+            and all(self.arms[k].runs >= FOUND_CAUSE_RUNS for k in KNOBS)
+        )
+
+
+def _statistics(evidence: TimingEvidence) -> dict[str, object]:
+    sequential = evidence.sequential
+    return {
+        "test": sequential.describe(),
+        "alpha": sequential.alpha,
+        "beta": sequential.beta,
+        "race_threshold": sequential.threshold,
+        "margin": sequential.margin.describe(),
+        "looks_taken": evidence.looks,
+        "ended_by": evidence.ended_by,
+        "seconds": round(evidence.seconds, 1),
+        "runs_per_process": evidence.per_process,
+        "processes_per_arm_per_round": evidence.processes,
+        "intervals": "two-sided 95% Clopper-Pearson per arm (descriptive); the bounds that "
+        "decide are the anytime-valid ones in power",
+    }
+
+
+def _power(evidence: TimingEvidence) -> dict[str, object]:
+    sequential = evidence.sequential
+    knobs = {
+        k: knob_summary(sequential, k, slowdown=evidence.loads[k].slowdown(evidence.base_durations))
+        if k in evidence.loads
+        else knob_summary(sequential, k)
+        for k in sequential.knobs
+    }
+    return {
+        "met": all(sequential.bound(k).met for k in sequential.knobs),
+        "beta": sequential.beta,
+        "margin": sequential.margin.describe(),
+        "margin_absolute": sequential.margin.absolute,
+        "margin_relative": sequential.margin.relative,
+        "baseline": {"runs": sequential.base.runs, "failures": sequential.base.failures},
+        "max_increase": max((sequential.bound(k).increase for k in sequential.knobs), default=1.0),
+        "knobs": knobs,
+    }
+
+
+def _bounds_text(sequential: Sequential) -> str:
+    return "; ".join(
+        f"{k}: {sequential.bound(k).describe(sequential.beta)}" for k in sequential.knobs
+    )
+
+
+def _budget_to_settle(stress: Runner, evidence: TimingEvidence) -> Optional[float]:
+    """About how long a budget would settle the open knobs, at this phase's pace so far."""
+    sequential = evidence.sequential
+    open_knobs = [k for k in sequential.knobs if sequential.state(k) == OPEN]
+    runs = sum(a.runs for a in evidence.arms.values())
+    if not open_knobs or not runs or evidence.seconds <= 0:
+        return None
+    needed = [sequential.runs_to_settle(k) for k in open_knobs]
+    if any(n is None for n in needed):
+        return None
+    more = max(n or 0 for n in needed) * (len(open_knobs) + 1)
+    total = stress.options.budget_seconds + more * evidence.seconds / runs
+    return float(math.ceil(total / 60) * 60)
+
+
+def _open_text(stress: Runner, evidence: TimingEvidence) -> str:
+    sequential = evidence.sequential
+    base = sequential.base
+    parts = []
+    for knob in sequential.knobs:
+        if sequential.state(knob) != OPEN:
+            continue
+        total = sequential.totals[knob]
+        lean = (
+            f"leans toward a race (evidence {sequential.e_value(knob):.3g} of the "
+            f"{sequential.threshold:g} needed)"
+            if sequential.leans(knob)
+            else f"not bounded ({sequential.bound(knob).describe(sequential.beta)})"
+        )
+        parts.append(
+            f"{knob} failed {total.failures}/{total.runs} against {base.failures}/{base.runs} "
+            f"at baseline and {lean}"
+        )
+    budget = _budget_to_settle(stress, evidence)
+    why = {"budget": "the budget ended first", "cap": "the --runs cap ended it first"}.get(
+        evidence.ended_by, "sampling ended first"
+    )
+    return (
+        "; ".join(parts)
+        + f"; {why}"
+        + (
+            f": a budget of about {budget:.0f} s (--budget-seconds {budget:.0f}) should settle it"
+            if budget
+            else ": more runs at the rates seen would not bound it within the margin"
+        )
+    )
+
+
+def conclude(stress: Runner, evidence: TimingEvidence) -> Verdict:
+    sequential = evidence.sequential
+    arms = evidence.arms
+    for knob in sequential.knobs:
+        arm = arms[knob]
+        arm.p_value = sequential.p_value(knob)
+        arm.p_adjusted = min(1.0, len(sequential.knobs) * arm.p_value)
+    fields = {
+        "statistics": _statistics(evidence),
+        "power": _power(evidence),
+        "load": {k: load.summary(evidence.base_durations) for k, load in evidence.loads.items()},
+    }
+    test_id = [stress.options.test_id]
+    cpu, throttle = evidence.loads["cpu-load"], evidence.loads["throttle"]
+    arms["cpu-load"].command = stress.reproduce(test_id, burners=cpu.burners)
+    arms["throttle"].command = stress.reproduce(test_id, run_share=throttle.run_share)
+    load_notes = [load.statement(evidence.base_durations) for load in evidence.loads.values()]
+    stress.notes.extend(f"load: {line}" for line in load_notes)
+    races = sequential.races()
+    base = arms["baseline"]
+    if races:
+        knob = races[0]
+        arm = arms[knob]
+        others = races[1:]
+        return stress.verdict(
+            RACE,
+            f"the failure rate climbs under {knob} ({KNOB_DESCRIPTIONS[knob]}): "
+            f"{arm.failures}/{arm.runs} against {base.failures}/{base.runs} at baseline"
+            + (f"; also a race under: {', '.join(others)}" if others else "")
+            + also_non_idempotent(stress),
+            f"race: the knob's mixture likelihood ratio reached {sequential.e_value(knob):.3g} "
+            f">= {sequential.threshold:g} ({len(sequential.knobs)} knobs / alpha "
+            f"{sequential.alpha:g}) at look {evidence.looks}, valid at any number of looks",
+            knob=knob,
+            **fields,
+        )
+    runs = sum(a.runs for a in stress.arms)
+    # A non-idempotent test's in-process repeats fail by its known cause: only first
+    # runs in a process speak for any other failure.
+    failures = sum(a.first_failures if evidence.fresh_only else a.failures for a in stress.arms)
+    bounded = bool(_power(evidence)["met"])
+    if evidence.fresh_only and not evidence.first_failures():
+        return _non_idempotent(stress, evidence, fields)
+    if failures and bounded:
+        return stress.verdict(
+            FLAKY,
+            f"failed {failures} of {runs} runs at a flat rate: no knob raised it beyond the "
+            f"margin ({sequential.margin.describe()}): {_bounds_text(sequential)}",
+            f"flaky: every knob bounded within the margin at look {evidence.looks}; no knob "
+            f"reached the race threshold {sequential.threshold:g}",
+            **fields,
+        )
+    if failures:
+        return stress.verdict(
+            INCONCLUSIVE,
+            f"failed {failures} of {runs} runs, but no rule was crossed: "
+            + _open_text(stress, evidence)
+            + ". Quarantine is refused until a knob effect is found or ruled out.",
+            f"inconclusive: a knob still open after {evidence.looks} looks "
+            f"(race threshold {sequential.threshold:g}, margin {sequential.margin.describe()})",
+            **fields,
+        )
+    phases = [
+        "isolation",
+        "timing",
+        *(p for p in ("order", "seed") if any(a.phase == p for a in stress.arms)),
+    ]
+    tried = ", ".join(sequential.knobs)
+    if bounded:
+        reason = (
+            f"no failure in {runs} runs (phases: {', '.join(phases)}; knobs: {tried}): "
+            f"{_bounds_text(sequential)}. Every knob is bounded within the margin "
+            f"({sequential.margin.describe()})."
+        )
+        rule = "not-reproducible: zero failures, and every knob bounded within the margin"
+    else:
+        reason = (
+            f"no failure in {runs} runs (phases: {', '.join(phases)}; knobs: {tried}), but the "
+            f"runs do not rule out a knob effect above the margin: {_open_text(stress, evidence)}. "
+            "Quarantine is refused: no failure in too few runs is absence of evidence."
+        )
+        rule = "not-reproducible: zero failures, but a knob not bounded within the margin"
+    return stress.verdict(NOT_REPRODUCIBLE, reason, rule, **fields)
+
+
+def _non_idempotent(stress: Runner, evidence: TimingEvidence, fields: dict[str, object]) -> Verdict:
+    found = stress.non_idempotent
+    first_runs = sum(a.first_runs for a in stress.arms)
+    return stress.verdict(
+        NON_IDEMPOTENT,
+        f"it leaks state into itself: it passed all {first_runs} of its first runs in a "
+        f"process (isolation, timing knobs in fresh processes"
+        + (", order" if any(a.phase == "order" for a in stress.arms) else "")
+        + (", seeds" if any(a.phase == "seed" for a in stress.arms) else "")
+        + f") but failed {found['repeat_failures']}/{found['repeat_runs']} in-process "
+        "repeats; no order, seed or timing cause was found; " + _bounds_text(evidence.sequential),
+        f"non-idempotent: {found['rule']}, and no first run in a process failed",
+        **fields,
+    )

@@ -1,0 +1,152 @@
+"""The timing phase's sequential rule: race evidence valid at any look, and bounds that hold.
+
+Everything here is exact arithmetic or seeded simulation (``random.Random``
+with a fixed seed), so every figure asserted is reproducible.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from flakewarden.model.binomial import upper_bound
+from flakewarden.stress.sequential import (
+    BOUNDED,
+    OPEN,
+    RACE,
+    THETA_GRID,
+    Counts,
+    Margin,
+    RateBound,
+    Sequential,
+    anytime_upper_bound,
+    paired_signs,
+)
+
+KNOBS = ("switch-interval", "cpu-load", "throttle")
+
+
+def test_each_knob_process_is_paired_with_a_baseline_process_of_its_round() -> None:
+    base = [Counts(20, 1), Counts(20, 0), Counts(20, 3), Counts(10, 1)]
+    knob = [Counts(20, 4), Counts(20, 0), Counts(20, 1), Counts(20, 2)]
+    # 4/20 > 1/20, a tie, 1/20 < 3/20, and 2/20 = 1/10 by share: one each way.
+    assert paired_signs(base, knob) == (1, 1)
+    # A knob process without a baseline process to pair with weighs nothing.
+    assert paired_signs(base[:1], knob) == (1, 0)
+
+
+def test_a_sign_in_the_knobs_favour_weighs_two_theta() -> None:
+    sequential = Sequential(KNOBS)
+    sequential.add_round({"baseline": [Counts(20, 0)], "cpu-load": [Counts(20, 5)]})
+    # One pair in the knob's favour: the mixture of 2 * theta over the grid.
+    expected = sum(2 * t for t in THETA_GRID) / len(THETA_GRID)
+    assert sequential.e_value("cpu-load") == pytest.approx(expected, rel=1e-12)
+    assert sequential.e_value("throttle") == pytest.approx(1.0)
+
+
+def _trial(rng: random.Random, base: float, knob: dict[str, float], rounds: int) -> Sequential:
+    sequential = Sequential(KNOBS)
+    for _ in range(rounds):
+        shares = sequential.allocation()
+        sequential.add_round(
+            {
+                arm: [
+                    Counts(20, sum(rng.random() < knob.get(arm, base) for _ in range(20)))
+                    for _ in range(share)
+                ]
+                for arm, share in shares.items()
+            }
+        )
+        if sequential.races():
+            break
+    return sequential
+
+
+def test_a_flat_rate_is_called_a_race_in_at_most_alpha_of_trials_at_any_look() -> None:
+    rng = random.Random(11)
+    trials = 300
+    races = sum(bool(_trial(rng, 0.10, {}, 40).races()) for _ in range(trials))
+    # Ville's inequality with Bonferroni over 3 knobs: at most 5% whatever the looks.
+    assert races / trials <= 0.05, races
+
+
+def test_a_knob_only_race_crosses_the_threshold() -> None:
+    rng = random.Random(5)
+    found = [_trial(rng, 0.0, {"switch-interval": 0.05}, 60) for _ in range(20)]
+    assert all(s.races() == ["switch-interval"] for s in found)
+    assert all(s.state("switch-interval") == RACE for s in found)
+
+
+def test_the_anytime_bound_is_close_to_the_fixed_sample_bound_and_never_below_it() -> None:
+    for rounds, failures in ((50, 0), (100, 0), (100, 1)):
+        counts = [Counts(20, failures)] * rounds
+        n, f = 20 * rounds, failures * rounds
+        fixed = upper_bound(f, n, 0.90)
+        anytime = anytime_upper_bound(counts)
+        assert fixed <= anytime <= 1.3 * fixed, (rounds, failures, fixed, anytime)
+
+
+def test_the_anytime_bound_covers_the_true_rate_at_every_look() -> None:
+    """Seeded: the share of trials whose bound ever fell below the true rate is at most beta."""
+    rng = random.Random(3)
+    rate, trials, missed = 0.02, 300, 0
+    for _ in range(trials):
+        bound = RateBound()
+        for _ in range(30):
+            bound.add(Counts(20, sum(rng.random() < rate for _ in range(20))))
+            if bound.upper() < rate:
+                missed += 1
+                break
+    assert missed / trials <= 0.10, missed
+
+
+def test_a_clean_knob_is_bounded_then_gets_no_more_runs() -> None:
+    sequential = Sequential(KNOBS)
+    for _ in range(40):
+        sequential.add_round({k: [Counts(20, 0)] * 2 for k in ("baseline", *KNOBS)})
+    # 1,600 clean runs bound each knob's rate below 0.25% (ln 10 / 1600 = 0.14%).
+    assert all(sequential.state(k) == BOUNDED for k in KNOBS)
+    assert sequential.settled()
+    assert sequential.allocation() == {
+        "switch-interval": 0,
+        "cpu-load": 0,
+        "throttle": 0,
+        "baseline": 1,
+    }
+    assert all(sequential.bound(k).upper < 0.0025 for k in KNOBS)
+
+
+def test_an_open_knob_says_how_many_runs_would_settle_it() -> None:
+    sequential = Sequential(KNOBS)
+    for _ in range(5):
+        sequential.add_round({k: [Counts(20, 0)] for k in ("baseline", *KNOBS)})
+    assert sequential.state("cpu-load") == OPEN
+    more = sequential.runs_to_settle("cpu-load")
+    # 100 clean runs so far; about ln(10) / 0.25% = 921 are needed at the margin.
+    assert 700 <= more <= 1500, more
+
+
+def test_a_leaning_knob_gets_twice_the_runs_of_an_open_one() -> None:
+    sequential = Sequential(KNOBS)
+    sequential.add_round(
+        {
+            "baseline": [Counts(20, 0)],
+            "switch-interval": [Counts(20, 3)],
+            "cpu-load": [Counts(20, 0)],
+            "throttle": [Counts(20, 0)],
+        }
+    )
+    assert sequential.leans("switch-interval")
+    assert sequential.allocation() == {
+        "switch-interval": 2,
+        "cpu-load": 1,
+        "throttle": 1,
+        "baseline": 2,
+    }
+
+
+def test_the_margin_grows_with_the_baseline_rate() -> None:
+    margin = Margin(0.0025, 0.5)
+    assert margin.at(0.0) == 0.0025
+    assert margin.at(0.20) == pytest.approx(0.10)

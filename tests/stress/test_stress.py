@@ -153,7 +153,7 @@ RACE_FILES = {
 def test_check_then_act_thread_race_is_a_race_under_the_switch_interval(tmp_path: Path) -> None:
     project = make_project(tmp_path / "race", RACE_FILES)
     test_id = "test_registry.py::test_each_key_is_created_once"
-    result, data = stress(project, test_id, "--runs", "60")
+    result, data = stress(project, test_id)
     assert result.returncode == 0, result.stderr
     assert data["verdict"] == "race"
     assert data["knob"] == "switch-interval"

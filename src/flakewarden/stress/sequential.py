@@ -415,12 +415,14 @@ class Sequential:
             log_e = math.log(max(self.e_value(knob), 1.0 + 1e-9))
             need = math.log(self.threshold)
             return max(1, math.ceil(total.runs * (need / log_e - 1)))
-        rate = total.failures / total.runs
+        # Bounding settles a knob that does nothing: its rate is then the baseline's, and
+        # the pooled rate of the two arms is the best estimate of that rate.
+        rate = (total.failures + self.base.failures) / (total.runs + self.base.runs)
         target = self.baseline_rate + self.margin.at(self.baseline_rate)
         fixed_now = upper_bound(total.failures, total.runs, 1 - self.beta)
         # The fixed-sample bound at the same rate, widened for any number of looks by the
-        # ratio the anytime bound has to it now.
-        widen = max(1.0, self.bound(knob).upper / max(fixed_now, 1e-12))
+        # ratio the anytime bound has to it now (at most 1.3, what it tends to with runs).
+        widen = min(1.3, max(1.0, self.bound(knob).upper / max(fixed_now, 1e-12)))
         if widen * rate >= target:
             return None
         n = total.runs

@@ -31,9 +31,13 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple, Optional
 
-from flakewarden.model.binomial import ALPHA, upper_bound
+from flakewarden.model.binomial import ALPHA, lower_bound, upper_bound
 
 BETA = 0.10  # a knob above the bound would have been seen with probability 1 - BETA
+# The increase is measured from what the baseline's rate is at least (one-sided
+# Clopper-Pearson), so a baseline that failed more often than usual by chance
+# neither hides an increase nor widens the margin.
+BASELINE_CONFIDENCE = 0.95
 MARGIN = 0.0025  # largest increase in failure rate a bounded knob may still hide (absolute)
 RELATIVE_MARGIN = 0.5  # ... or this share of the baseline's own rate, when that is larger
 # The plug-in estimate's pseudo-count of failures: small, so that a few clean rounds
@@ -209,7 +213,7 @@ class KnobBound(NamedTuple):
     """What one knob's runs exclude: its rate is below ``upper`` (``1 - beta``)."""
 
     upper: float
-    baseline_rate: float
+    baseline_rate: float  # what the baseline's rate is at least (95% one-sided)
     increase: float  # upper - baseline_rate, at least 0
     margin: float
     runs: int
@@ -222,7 +226,7 @@ class KnobBound(NamedTuple):
     def describe(self, beta: float = BETA) -> str:
         what = "rate" if self.unit == "runs" else "share of failing processes"
         return (
-            f"a knob raising the {what} above {100 * self.upper:.2f}% (baseline "
+            f"a knob raising the {what} above {100 * self.upper:.2f}% (baseline at least "
             f"{100 * self.baseline_rate:.2f}% + {100 * self.increase:.2f} points) would have "
             f"been seen with {100 * (1 - beta):.0f}% probability in its {self.runs:,} "
             f"{self.unit}"
@@ -351,12 +355,12 @@ class Sequential:
             if self.clustered(knob) or self.clustered("baseline"):
                 upper = self.process_bounds[knob].upper()
                 base_units = _units(self.processes["baseline"])
-                base = base_units.failures / base_units.runs if base_units.runs else 0.0
+                base = lower_bound(base_units.failures, base_units.runs, BASELINE_CONFIDENCE)
                 unit = "processes"
                 count = len(self.processes[knob])
             else:
                 upper = self.rate_bounds[knob].upper()
-                base = self.baseline_rate
+                base = lower_bound(self.base.failures, self.base.runs, BASELINE_CONFIDENCE)
                 unit = "runs"
                 count = self.totals[knob].runs
             cached = KnobBound(

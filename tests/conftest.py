@@ -8,16 +8,35 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+from hermetic import ambient, clean_env
 
 PYTHON = sys.executable
 PYTEST = [PYTHON, "-m", "pytest"]
 
-# The generated projects pin their own order; our suite's environment must not leak in.
-_LEAKY_ENV = ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID", "COVERAGE_FILE")
+
+@pytest.fixture(scope="session", autouse=True)
+def _hermetic_session() -> Iterator[None]:
+    """No job's variable reaches a session or module fixture, or the children they start.
+
+    Removed here, after collection, not at start-up: an outer ``flakewarden run`` that
+    runs this suite has its plugin read its own variables while pytest collects.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ambient(os.environ):
+            patch.delenv(name)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts without the job's variables, even if one before it set some."""
+    for name in ambient(os.environ):
+        monkeypatch.delenv(name)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -78,13 +97,7 @@ class Project:
 
     def env(self, extra: Optional[dict[str, str]] = None) -> dict[str, str]:
         # A suite run inside GitHub Actions must not publish to the real job.
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in _LEAKY_ENV and not k.startswith(("GITHUB_", "RUNNER_"))
-        }
-        env.update(extra or {})
-        return env
+        return clean_env(extra)
 
     def run(
         self,

@@ -8,9 +8,11 @@ The full corpus, with more projects and shapes, is ``python benchmarks/realworld
 from __future__ import annotations
 
 import fcntl
+import functools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,16 +33,47 @@ WORK = sdist.DEFAULT_CACHE / "test-work"
 
 @pytest.fixture(scope="module")
 def work() -> Iterator[Path]:
-    """The shared work directory, held by one test session at a time."""
+    """The shared work directory, held by one test session at a time (by module)."""
     WORK.mkdir(parents=True, exist_ok=True)
     with open(WORK / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield WORK
 
 
-@pytest.fixture(scope="module", params=SUBSET, ids=lambda p: p.name)
+BY_NAME = {p.name: p for p in SUBSET}
+
+
+def running(*scenarios: str) -> list[Any]:
+    """The subset's projects that CI runs a scenario on, as ``prepared``'s parameters
+    (every other pair is left out, not collected to be skipped)."""
+    return [
+        pytest.param(project.name, *scenario, id="-".join((project.name, *scenario)))
+        for project in SUBSET
+        for scenario in ([(s,) for s in scenarios] if len(scenarios) > 1 else [()])
+        if all(s in project.ci for s in (scenario or scenarios))
+    ]
+
+
+@functools.cache
+def _prepare(name: str) -> corpus_scenarios.Prepared:
+    return corpus_scenarios.prepare(BY_NAME[name], WORK)
+
+
+@functools.cache
+def _green(name: str) -> corpus_scenarios.Check:
+    """The plain counts run, once per project: later checks compare against it."""
+    return corpus_scenarios.counts_check(_prepare(name), "counts", ["-p", "no:randomly"])
+
+
+@pytest.fixture
 def prepared(request: pytest.FixtureRequest, work: Path) -> corpus_scenarios.Prepared:
-    return corpus_scenarios.prepare(request.param, work)
+    """A project of the subset (``running`` picks which), prepared once per session."""
+    return _prepare(request.param)
+
+
+@pytest.fixture
+def green(prepared: corpus_scenarios.Prepared) -> corpus_scenarios.Check:
+    return _green(prepared.project.name)
 
 
 def test_pytest_summary_line_is_read_in_pytest_own_words() -> None:
@@ -71,45 +104,36 @@ def _assert_agrees(check: corpus_scenarios.Check) -> None:
     )
 
 
-def _wants(prepared: corpus_scenarios.Prepared, scenario: str) -> None:
-    if scenario not in prepared.project.ci:
-        pytest.skip(f"{prepared.project.name}: {scenario} runs in the full corpus only")
-
-
-@pytest.fixture(scope="module")
-def green(prepared: corpus_scenarios.Prepared) -> corpus_scenarios.Check:
-    """The plain counts run, once per project: later checks compare against it."""
-    return corpus_scenarios.counts_check(prepared, "counts", ["-p", "no:randomly"])
-
-
+@pytest.mark.parametrize("prepared", running("counts"), indirect=True)
 def test_counts_agree_with_pytest_summary_line(green: corpus_scenarios.Check) -> None:
     _assert_agrees(green)
     assert green.plain["passed"] > 20  # the suite really ran
 
 
+@pytest.mark.parametrize("prepared", running("xdist"), indirect=True)
 def test_counts_agree_under_xdist(prepared: corpus_scenarios.Prepared) -> None:
-    _wants(prepared, "xdist")
     check = corpus_scenarios.counts_check(prepared, "xdist", ["-p", "no:randomly", "-n", "2"])
     _assert_agrees(check)
 
 
+@pytest.mark.parametrize("prepared", running("randomly"), indirect=True)
 def test_counts_agree_under_randomly_seed(prepared: corpus_scenarios.Prepared) -> None:
-    _wants(prepared, "randomly")
     seed = f"--randomly-seed={corpus_scenarios.SEED}"
     _assert_agrees(corpus_scenarios.counts_check(prepared, "randomly", [seed]))
 
 
-@pytest.mark.parametrize("scenario", ["coverage", "pytest-cov"])
+@pytest.mark.parametrize(
+    ("prepared", "scenario"), running("coverage", "pytest-cov"), indirect=["prepared"]
+)
 def test_coverage_total_equals_coverage_py(
     prepared: corpus_scenarios.Prepared, scenario: str
 ) -> None:
-    _wants(prepared, scenario)
     _assert_agrees(corpus_scenarios.coverage_check(prepared, scenario))
 
 
+@pytest.mark.parametrize("prepared", running("flaky"), indirect=True)
 def test_test_failing_once_is_rerun_fresh_and_flaky(
     prepared: corpus_scenarios.Prepared, green: corpus_scenarios.Check
 ) -> None:
-    _wants(prepared, "flaky")
     _assert_agrees(green)
     _assert_agrees(corpus_scenarios.flaky_check(prepared, prepared.work / "counts"))

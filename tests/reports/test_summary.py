@@ -184,8 +184,16 @@ def test_any_limit_is_respected(limit: int) -> None:
 def test_multibyte_text_counts_bytes_not_characters() -> None:
     tests = [result(f"t.py::test_{i}_ünïcødé_✓✓✓", Outcome.FLAKY) for i in range(500)]
     text = render_summary(report(tests), limit=20_000)
-    assert len(text.encode("utf-8")) <= 20_000
-    text.encode("utf-8").decode("utf-8")  # still valid UTF-8
+    size = len(text.encode("utf-8"))
+    rows = [line for line in text.splitlines() if "ünïcødé" in line]
+    row_bytes = max(len(row.encode("utf-8")) + 1 for row in rows)
+    assert size <= 20_000
+    # Cut by whole rows, every one of the 500 accounted for, none cut by the last resort.
+    assert f"**{500 - len(rows)} rows left out**" in text and "Summary truncated" not in text
+    # The bytes are used up to the 300 reserved for the notice (within a row or two)...
+    assert 20_000 - 300 - 2 * row_bytes < size
+    # ...while in characters there is room for ten more rows: the limit counted bytes.
+    assert len(text) + 10 * row_bytes < 20_000
 
 
 def test_cutoff_problems_and_collection_errors_are_stated() -> None:

@@ -458,9 +458,6 @@ def test_relative_files_combine_across_checkouts(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.skipif(
-    coverage.version_info < (7, 10), reason="[run] patch = subprocess needs coverage>=7.10"
-)
 def test_xdist_parallel_files_are_found_and_merged(tmp_path: Path) -> None:
     # coverage run measures xdist workers through its subprocess patch; each worker and the
     # controller leave their own .coverage.* file, as a crashed pytest-cov worker would.

@@ -6,15 +6,19 @@ import ast
 import importlib.metadata
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
+import parso
+import pytest
 from conftest import PYTEST, PYTHON, Project, flaky_module
 
+from flakewarden.runner import fork_server
 from flakewarden.runner import plugin as pytest_plugin
 from flakewarden.runner.process import plugin_dir, plugin_env
 from flakewarden.runner.results import read_results
@@ -36,8 +40,56 @@ def test_plugin_imports_only_the_standard_library() -> None:
     assert "__future__" in imported
 
 
-def test_plugin_parses_as_python_3_9() -> None:
-    ast.parse(SOURCE, feature_version=(3, 9))
+# Both run inside the tested interpreter, which may be the oldest Python supported.
+IN_TESTED_INTERPRETER = (Path(pytest_plugin.__file__), Path(fork_server.__file__))
+
+
+def _python_3_9() -> Optional[str]:
+    """A Python 3.9 that runs (a pyenv shim on PATH may not)."""
+    candidates = [str(p) for p in sorted(Path.home().glob(".pyenv/versions/3.9*/bin/python3.9"))]
+    candidates.append(shutil.which("python3.9") or "")
+    for candidate in filter(None, candidates):
+        probe = subprocess.run(
+            [candidate, "-c", "import sys; print(sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        if probe.returncode == 0 and probe.stdout.strip() == "(3, 9)":
+            return candidate
+    return None
+
+
+@pytest.mark.parametrize("path", IN_TESTED_INTERPRETER, ids=lambda p: p.name)
+def test_plugin_parses_as_python_3_9(path: Path) -> None:
+    # parso's grammar of 3.9 is the real one (``ast.parse(feature_version=)`` is
+    # best-effort and takes, for one, parenthesized context managers).
+    grammar = parso.load_grammar(version="3.9")
+    errors = grammar.iter_errors(grammar.parse(path.read_text(encoding="utf-8")))
+    assert [(e.start_pos, e.message) for e in errors] == []
+    newer = grammar.parse("with (open('a') as f, open('b') as g):\n    pass\n")
+    assert list(grammar.iter_errors(newer)), "the 3.9 grammar must refuse 3.10 syntax"
+
+
+def test_plugin_and_fork_server_load_in_a_real_python_3_9() -> None:
+    python = _python_3_9()
+    if python is None:
+        pytest.skip("no Python 3.9 interpreter on this machine (python3.9 or pyenv)")
+    load = (
+        "import importlib.util, sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    spec = importlib.util.spec_from_file_location('m', path)\n"
+        "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+        "print(sys.version_info[:2])\n"
+    )
+    done = subprocess.run(
+        [python, "-I", "-c", load, *map(str, IN_TESTED_INTERPRETER)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(3, 9)"
 
 
 def _requirements(name: str) -> list[str]:
@@ -205,6 +257,7 @@ def test_sigterm_keeps_buffered_records_and_still_kills(project: Project) -> Non
             if started.exists():
                 break
             time.sleep(0.05)
+        assert started.exists(), "test_hangs never started: the signal would test nothing"
         child.send_signal(signal.SIGTERM)
         assert child.wait(timeout=30) == -signal.SIGTERM  # it still dies by the signal
     results = read_results(results_file)

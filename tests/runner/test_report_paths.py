@@ -13,7 +13,10 @@ import re
 import subprocess
 from typing import Any
 
-import pytest
+# The plugins these tests drive are test dependencies: missing, they fail the import here
+# rather than skip the tests.
+import pytest_rerunfailures  # noqa: F401
+import pytest_timeout  # noqa: F401
 from conftest import FLAKY_TEMPLATE, PYTEST, Project, Result
 
 SUMMARY = re.compile(r"^=+ (.*) in [\d.]+s(?: \(.*\))? =+$", re.MULTILINE)
@@ -127,7 +130,6 @@ def test_fast():
 
 
 def test_pytest_timeout_signal_method_is_a_failure(project: Project) -> None:
-    pytest.importorskip("pytest_timeout")
     project.write("tests/test_t.py", TIMEOUT.format(method="signal"))
     code, line = plain(project)
     assert (code, line) == (1, "1 failed, 1 passed")
@@ -149,7 +151,6 @@ def test_pytest_timeout_thread_method_is_a_crash_named_and_continued(project: Pr
     the test that was running, runs the one it had not reached in a fresh process, and
     fails the run.
     """
-    pytest.importorskip("pytest_timeout")
     project.write("tests/test_t.py", TIMEOUT.format(method="thread"))
     code, line = plain(project)
     assert code == 1 and line == ""  # no summary line: the process was ended mid-test
@@ -236,7 +237,6 @@ def test_teardown_error_after_a_subtest_failure(project: Project) -> None:
 
 
 def test_in_process_rerun_by_pytest_rerunfailures_is_a_failed_attempt(project: Project) -> None:
-    pytest.importorskip("pytest_rerunfailures")
     project.write(
         "tests/test_r.py",
         FLAKY_TEMPLATE.format(name="r")

@@ -8,6 +8,10 @@ subreaper* of everything it starts: an orphan is re-parented to flakewarden,
 not to init, so after each attempt every process still parented to
 flakewarden is one the attempt left, and is killed. Elsewhere only the
 attempt's process group is ended (see ``process.run_child``).
+
+An adopted orphan that exits while the attempt runs is reaped at once
+(``ZombieReaper``), as init would: a test that waits for a process it detached to be
+gone (``/proc``, ``killpg(group, 0)``) sees it gone under flakewarden too.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Collection
 from typing import Optional
@@ -25,8 +30,17 @@ PR_SET_CHILD_SUBREAPER = 36
 #: Rounds of kill-and-reap: each round ends the orphans the last one re-parented.
 MAX_ROUNDS = 100
 REAP_SECONDS = 5.0
+#: How often an attempt's exited orphans are looked for.
+REAP_INTERVAL = 0.1
 
 _adopting = False
+# The processes flakewarden started itself (``process.spawn``): theirs to wait for.
+_own: set[int] = set()
+
+
+def own(pid: int) -> None:
+    """``pid`` is a child flakewarden waits for itself: never reaped for it."""
+    _own.add(pid)
 
 
 def adopt_orphans() -> bool:
@@ -120,3 +134,60 @@ def _reap(pid: int) -> None:
         if done or time.monotonic() > deadline:
             return
         time.sleep(0.01)
+
+
+def _state_and_group(pid: int) -> Optional[tuple[str, int]]:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stream:
+            stat = stream.read()
+    except OSError:
+        return None
+    # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return (fields[0].decode(), int(fields[2])) if len(fields) > 2 else None
+
+
+def reap_exited_orphans(exclude: Collection[int] = ()) -> int:
+    """Reap the adopted orphans that have exited; how many.
+
+    Only zombies outside our own process group are taken, and none flakewarden started
+    itself: a child it runs in its own group (``git``, ``coverage``) or waits for by pid
+    keeps its exit status for whoever waits for it.
+    """
+    if not _adopting:
+        return 0
+    me, group = os.getpid(), os.getpgrp()
+    reaped = 0
+    for pid in children(me):
+        if pid in exclude or pid in _own:
+            continue
+        seen = _state_and_group(pid)
+        if seen is None or seen[0] not in ("Z", "X") or seen[1] == group:
+            continue
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                reaped += 1
+    return reaped
+
+
+class ZombieReaper:
+    """Reaps exited orphans every ``REAP_INTERVAL`` seconds while an attempt runs."""
+
+    def __init__(self, exclude: Collection[int]) -> None:
+        self._exclude = frozenset(exclude)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="reaper", daemon=True)
+
+    def __enter__(self) -> ZombieReaper:
+        if _adopting:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopped.set()
+        if self._thread.ident is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(REAP_INTERVAL):
+            reap_exited_orphans(self._exclude)

@@ -148,7 +148,7 @@ def spawn(
     else runs in our session (stress's burners) instead of getting a share of its own.
     """
     try:
-        return subprocess.Popen(
+        child = subprocess.Popen(
             list(command),
             cwd=cwd,
             env=dict(env),
@@ -158,6 +158,8 @@ def spawn(
             start_new_session=session,
             **({} if session else new_group()),
         )
+        leftovers.own(child.pid)
+        return child
     except FileNotFoundError as exc:
         raise UsageError(f"command not found: {command[0]}") from exc
     except PermissionError as exc:
@@ -218,15 +220,16 @@ def run_child(
         pump.start()
         timed_out = False
         try:
-            if while_running is not None:
-                _overlap(while_running)
-            # Signals interrupt the wait, run the handler, and the wait resumes.
-            try:
-                exit_code = child.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                stop()
-                exit_code = child.wait()
+            with leftovers.ZombieReaper(exclude={child.pid}):
+                if while_running is not None:
+                    _overlap(while_running)
+                # Signals interrupt the wait, run the handler, and the wait resumes.
+                try:
+                    exit_code = child.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    stop()
+                    exit_code = child.wait()
         finally:
             timed["exited"] = time.time()
             killer.cancel()

@@ -1,0 +1,100 @@
+"""Orphans an attempt adopts: reaped as soon as they exit, as init would.
+
+flakewarden makes itself the subreaper of what it runs (Linux). An orphan that exits
+while the tests still run must not linger as a zombie: a test that waits for a process
+it detached to be gone would fail under flakewarden and pass without it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from conftest import Project
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaper: Linux")
+
+# The test detaches a grandchild (a new session, its parent gone at once) that exits
+# after 0.2 s, then waits for it to be gone from /proc: a zombie still has an entry.
+DETACHES = """
+    import os
+    import time
+    from pathlib import Path
+
+
+    def _detach_short_lived():
+        read, write = os.pipe()
+        if os.fork() == 0:
+            os.setsid()
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(0.2)
+                os._exit(0)
+            os.write(write, str(pid).encode())
+            os._exit(0)
+        os.close(write)
+        pid = int(os.read(read, 32))
+        os.wait()
+        return pid
+
+
+    def test_a_detached_process_that_exits_is_gone():
+        pid = _detach_short_lived()
+        deadline = time.monotonic() + 20
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not Path(f"/proc/{pid}").exists(), f"{pid} is still there (a zombie)"
+    """
+
+
+def test_an_orphan_that_exits_during_the_attempt_is_reaped(project: Project) -> None:
+    project.write("tests/test_detach.py", DETACHES)
+    result = project.run("--reruns", "0")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.outcomes == {
+        "tests/test_detach.py::test_a_detached_process_that_exits_is_gone": "passed"
+    }
+    # It was reaped while the tests ran: nothing was left for the end of the attempt.
+    log = (result.report_dir / "attempts" / "1" / "output.log").read_text(encoding="utf-8")
+    assert "the command left running" not in log
+
+
+def test_only_adopted_orphans_are_reaped_never_our_own_children(project: Project) -> None:
+    """A child flakewarden waits for itself keeps its exit status, zombie or not."""
+    seen = project.drive(
+        """
+        import json, os, subprocess, sys, time
+        from flakewarden.runner import leftovers
+        from flakewarden.runner.process import spawn
+
+        assert leftovers.adopt_orphans()
+
+        def zombie(pid):
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                with open(f"/proc/{pid}/stat") as stream:
+                    if stream.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        return
+                time.sleep(0.01)
+            raise AssertionError(f"{pid} never exited")
+
+        same_group = subprocess.Popen(["sh", "-c", "exit 3"])
+        spawned = spawn(["sh", "-c", "exit 4"], cwd=".", env=os.environ, stdout=None)
+        # An orphan: its parent (sh) exits at once, so it is re-parented to us.
+        orphan_parent = subprocess.Popen(
+            ["sh", "-c", "setsid sh -c 'echo $$; exec sleep 0.2' &"],
+            stdout=subprocess.PIPE, text=True,
+        )
+        orphan = int(orphan_parent.stdout.readline())
+        orphan_parent.wait()
+        for pid in (same_group.pid, spawned.pid, orphan):
+            zombie(pid)
+        reaped = leftovers.reap_exited_orphans()
+        print(json.dumps({
+            "reaped": reaped,
+            "orphan_gone": not os.path.exists(f"/proc/{orphan}"),
+            "codes": [same_group.wait(), spawned.wait()],
+        }))
+        """
+    )
+    assert seen == {"reaped": 1, "orphan_gone": True, "codes": [3, 4]}

@@ -199,14 +199,17 @@ def _limit_memory() -> None:
 
 
 def run_cli(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
-    """The real CLI, capped at 1 GiB and 30 s: a bomb that goes off fails, not hangs."""
+    """The real CLI, capped at 1 GiB and 120 s: a bomb that goes off fails, not hangs.
+
+    The time cap is generous: a loaded machine starting Python must not be taken for a bomb.
+    """
     return subprocess.run(
         [PYTHON, "-m", "flakewarden", *args],
         cwd=project.root,
         env=project.env(),
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=120,
         preexec_fn=_limit_memory,
     )
 

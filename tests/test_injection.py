@@ -15,6 +15,7 @@ import re
 import signal
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from conftest import Project, flaky_module
@@ -36,10 +37,15 @@ def actions_env(project: Project, tmp_path: Path) -> dict[str, str]:
     }
 
 
-def only_ours(stream: list[Command]) -> list[Command]:
-    """The annotations, after checking every other command is flakewarden's own fence."""
+def only_ours(stream: list[Command], *, fenced: Optional[bool] = None) -> list[Command]:
+    """The annotations, after checking every other command is flakewarden's own fence.
+
+    ``fenced``: True when the tests' output was echoed (not ``-q``), so it sits inside one
+    fence; False when nothing was; None (callers that cannot tell) accepts either.
+    """
     fences = [c for c in stream if c.name in (STOP, RESUME)]
-    assert len(fences) in (0, 2), fences
+    allowed = (0, 2) if fenced is None else ((2,) if fenced else (0,))
+    assert len(fences) in allowed, fences
     if fences:
         stop, resume = fences
         assert (stop.name, resume.name) == (STOP, RESUME), fences
@@ -75,7 +81,7 @@ def test_a_legacy_stop_commands_in_a_test_id_does_not_silence_annotations(
     assert result.returncode == 1, result.stdout + result.stderr
     flaky_id = "tests/test_flaky.py::test_f[x##[stop-commands]hide]"
     assert result.outcomes[flaky_id] == "flaky"  # the data keeps the exact id
-    annotations = only_ours(command_stream(result.stdout + "\n" + result.stderr))
+    annotations = only_ours(command_stream(result.stdout + "\n" + result.stderr), fenced=not quiet)
     titles = [(c.name, c.properties.get("title")) for c in annotations]
     assert titles == [
         ("error", "Failed test: tests/test_real.py::test_real"),
@@ -96,7 +102,7 @@ def test_an_import_time_legacy_error_is_not_an_annotation(
     result = project.run(*args, env=actions_env(project, tmp_path))
     assert result.returncode == 4, result.stdout + result.stderr
     assert "INJECTED by conftest" in result.stderr  # said, as data
-    annotations = only_ours(command_stream(result.stdout + "\n" + result.stderr))
+    annotations = only_ours(command_stream(result.stdout + "\n" + result.stderr), fenced=not quiet)
     assert not [c for c in annotations if "INJECTED" in c.data], annotations
 
 
@@ -112,7 +118,7 @@ def test_a_child_ending_without_a_newline_still_resumes_commands(
     result = project.run("--reruns", "0", env=actions_env(project, tmp_path))
     assert result.returncode == 1, result.stdout + result.stderr
     assert "bye\n::" in result.stdout
-    annotations = only_ours(command_stream(result.stdout))
+    annotations = only_ours(command_stream(result.stdout), fenced=True)
     assert [c.properties["title"] for c in annotations] == [
         "Failed test: tests/test_real.py::test_real"
     ]
@@ -139,7 +145,7 @@ def test_issues_prints_hostile_ids_inertly(
     assert len(emu.open_issues()) == len(HOSTILE_IDS)
     assert out.out.count("FLAKY-TEST-DETECTED") == len(HOSTILE_IDS)
     assert out.out.count(": opened #") == len(HOSTILE_IDS)
-    assert only_ours(command_stream(out.out + "\n" + out.err)) == []
+    assert only_ours(command_stream(out.out + "\n" + out.err), fenced=False) == []
 
 
 def test_issues_warning_after_hostile_ids_still_reaches_the_log(
@@ -151,7 +157,7 @@ def test_issues_warning_after_hostile_ids_still_reaches_the_log(
     monkeypatch.delenv("GITHUB_REPOSITORY")
     assert cli.main(["issues", "--report-dir", str(report_dir)]) == 0
     out = capsys.readouterr()
-    [warning] = only_ours(command_stream(out.out + "\n" + out.err))
+    [warning] = only_ours(command_stream(out.out + "\n" + out.err), fenced=False)
     assert warning.name == "warning"
     assert "not filed for 1 flaky test:" in warning.data
 
@@ -259,7 +265,8 @@ def test_a_detached_writer_is_ended_with_its_attempt(project: Project, tmp_path:
     try:
         result = project.run("-q", env=actions_env(project, tmp_path))
         assert result.returncode == 0, result.stdout + result.stderr
-        assert only_ours(command_stream(result.stdout + "\n" + result.stderr)) == []
+        # -q: the tests' output is not echoed, so there is nothing to fence.
+        assert only_ours(command_stream(result.stdout + "\n" + result.stderr), fenced=False) == []
         assert not (project.root / "tests" / "wrote").exists()
         log = (result.report_dir / "attempts" / "1" / "output.log").read_text()
         assert "[flakewarden] ended 1 process(es) the command left running" in log

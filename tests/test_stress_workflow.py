@@ -93,8 +93,17 @@ def test_every_shard_present_merges_into_one_verdict(tmp_path: Path) -> None:
     proc = run_step("merge", "Merge", tmp_path, TWO_RUNNERS)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     merged = read_verdict(tmp_path / "flakewarden-stress-merged")
-    assert merged.test_id == TEST_ID
-    assert "2 runners" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert (merged.test_id, merged.verdict) == (TEST_ID, "not-reproducible")
+    assert sorted(merged.environment["shards"]) == ["ubuntu-24.04", "ubuntu-24.04-arm"]
+    # Each shard's two arms, then both pooled: 200 clean runs a knob a runner, 400 pooled.
+    assert [(a.knob, a.runs, a.failures) for a in merged.arms] == [
+        *[(knob, 200, 0) for _ in range(2) for knob in ("baseline", "cpu-load")],
+        ("baseline", 400, 0),
+        ("cpu-load", 400, 0),
+    ]
+    assert "no failure in 800 runs over 2 runners" in (tmp_path / "summary.md").read_text(
+        encoding="utf-8"
+    )
 
 
 def test_expect_shards_needs_merge(tmp_path: Path) -> None:

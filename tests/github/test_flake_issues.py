@@ -357,13 +357,18 @@ def test_bad_token_warns_once_and_keeps_exit_code_zero(
 
 
 def test_no_token_warns_what_to_set_without_any_request(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    emulator: GitHubEmulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, None)
+    _env(monkeypatch, emulator)  # an API that would answer, so a request would be seen
+    monkeypatch.delenv("GITHUB_TOKEN")
     code = main(["issues", "--report-dir", str(_report(tmp_path))])
     out, err = capsys.readouterr()
     assert code == 0 and out.count("FLAKY-TEST-DETECTED") == 2
     assert err.count("warning") == 1 and "set GITHUB_TOKEN" in err
+    assert emulator.log == []
 
 
 def test_on_actions_the_warning_is_an_annotation(

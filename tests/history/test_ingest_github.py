@@ -71,7 +71,7 @@ def test_ingest_from_github(
         both = tmp_path / "matrix"
         as_github_run(report_dirs[0], both / "py39", matrix["id"], job_name="python=3.9")
         as_github_run(report_dirs[1], both / "py312", matrix["id"], job_name="python=3.12")
-        emu.add_artifact(matrix["id"], "flakewarden-reports", zip_directory(both))
+        matrix_artifact = emu.add_artifact(matrix["id"], "flakewarden-reports", zip_directory(both))
         emu.add_workflow_run(created_at=1_700_000_600, conclusion="cancelled")  # no artifact
         emu.add_workflow_run(status="in_progress", conclusion=None)  # not completed: not listed
 
@@ -100,9 +100,13 @@ def test_ingest_from_github(
                 (matrix["id"], "python=3.12"),
                 (matrix["id"], "python=3.9"),
             ]
-            sources = {r.source for r in runs}
-            assert f"github:run/{good['id']}/artifact/{good_artifact['id']}" in sources
-            assert any(s.endswith("/py39/report.json") for s in sources)
+            # One report per artifact is named by the artifact; several, by their member too.
+            matrix_source = f"github:run/{matrix['id']}/artifact/{matrix_artifact['id']}"
+            assert {r.source for r in runs} == {
+                f"github:run/{good['id']}/artifact/{good_artifact['id']}",
+                f"{matrix_source}/py39/report.json",
+                f"{matrix_source}/py312/report.json",
+            }
             assert store.counts()[2] == 9  # three tests in each of three runs
 
         # The token went to the API only: every download reached the storage host without it.
@@ -151,15 +155,17 @@ def test_the_storage_host_catches_a_leaked_token() -> None:
             headers["location"], headers={"Authorization": f"Bearer {emu.token}"}
         )
         with pytest.raises(urllib.error.HTTPError) as caught:
-            urllib.request.urlopen(request, timeout=5)
+            urllib.request.urlopen(request, timeout=60)
         assert caught.value.code == 403
         assert emu.leaked_authorization == [f"Bearer {emu.token}"]
         # Without it, the signed URL serves the bytes; tampered or expired, it does not.
-        with urllib.request.urlopen(headers["location"], timeout=5) as response:
+        with urllib.request.urlopen(headers["location"], timeout=60) as response:
             assert response.read() == b"PK"
         tampered = headers["location"].replace("urlSignature=", "urlSignature=0")
-        with pytest.raises(urllib.error.HTTPError):
-            urllib.request.urlopen(tampered, timeout=5)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(tampered, timeout=60)
+        assert (refused.value.code, refused.value.read()) == (403, b"bad signature")
+        assert emu.leaked_authorization == [f"Bearer {emu.token}"]  # still only the one
     assert json.dumps(emu.schema_errors) == "[]"
 
 

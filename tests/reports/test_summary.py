@@ -120,21 +120,23 @@ def test_states_how_many_annotations_did_not_fit() -> None:
 
 
 @pytest.mark.parametrize(
-    ("raw", "forbidden"),
+    ("raw", "forbidden", "expected"),
     [
-        ("a|b", "a|b"),
-        ("<script>alert(1)</script>", "<script>"),
-        ("<!-- hide", "<!--"),
-        ("@octocat", "@octocat"),
-        ("`code`", "`code`"),
-        ("[x](javascript:alert(1))", "[x]("),
-        ("**bold**", "**bold**"),
+        ("a|b", "a|b", "a\\|b"),
+        ("<script>alert(1)</script>", "<script>", "&lt;script&gt;alert(1)&lt;/script&gt;"),
+        ("<!-- hide", "<!--", "&lt;!-- hide"),
+        ("@octocat", "@octocat", "@&#8203;octocat"),
+        ("`code`", "`code`", "\\`code\\`"),
+        ("[x](javascript:alert(1))", "[x](", "\\[x\\](javascript:alert(1))"),
+        ("**bold**", "**bold**", "\\*\\*bold\\*\\*"),
     ],
 )
-def test_escaping(raw: str, forbidden: str) -> None:
+def test_escaping(raw: str, forbidden: str, expected: str) -> None:
     escaped = escape_markdown(raw)
     assert forbidden not in escaped
-    assert "\n" not in escape_markdown(raw + "\nsecond line\r\n")
+    assert escaped == expected  # every character still shown, none of them markup
+    # Each line break becomes a space: one line, nothing dropped.
+    assert escape_markdown(raw + "\nsecond line\r\n") == expected + " second line  "
 
 
 def test_hostile_id_stays_in_its_cell() -> None:
@@ -152,8 +154,7 @@ def test_hostile_id_stays_in_its_cell() -> None:
 def test_long_cells_are_cut() -> None:
     rep = report([result("t.py::t", Outcome.FLAKY, message="x" * 5000)])
     [row] = table_rows(render_summary(rep), "### Failed and flaky tests")
-    assert len(row[3]) <= 500
-    assert row[3].endswith("…")
+    assert row[3] == "x" * 499 + "…"  # CELL_LIMIT (500) characters, the last one the ellipsis
 
 
 def test_default_cap_is_safely_below_one_mib() -> None:
@@ -172,13 +173,23 @@ def test_default_cap_is_safely_below_one_mib() -> None:
     assert "**evidence**" in text
 
 
-@pytest.mark.parametrize("limit", [50, 400, 2000, 10_000])
-def test_any_limit_is_respected(limit: int) -> None:
+# Up to 2000 bytes even the rows' heading and the 1.5 kB of problems above them do not fit
+# with a row: the text is cut, last resort; at 10,000 it is cut by whole rows.
+@pytest.mark.parametrize(
+    ("limit", "by_rows"), [(50, False), (400, False), (2000, False), (10_000, True)]
+)
+def test_any_limit_is_respected(limit: int, by_rows: bool) -> None:
     tests = [result(f"t.py::test_{i}", Outcome.FAILED, failures=3, runs=3) for i in range(200)]
     problems = ["a problem " * 30] * 5
     text = render_summary(report(tests, exit_code=1, problems=problems), limit=limit)
     assert len(text.encode("utf-8")) <= limit
-    assert "truncated" in text.lower() or "left out" in text
+    if by_rows:
+        rows = table_rows(text, "### Failed and flaky tests")
+        assert f"**{200 - len(rows)} rows left out**" in text  # every one of the 200 told
+        assert "Summary truncated" not in text
+    else:
+        # The notice itself is cut at 50 bytes: its first 30 still say it.
+        assert "**Summary truncated**" in text and "rows left out" not in text
 
 
 def test_multibyte_text_counts_bytes_not_characters() -> None:

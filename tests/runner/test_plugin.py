@@ -6,6 +6,7 @@ import ast
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -223,8 +224,13 @@ def test_huge_failure_text_is_clipped(project: Project) -> None:
         )
     record = read_results(results_file).tests[0]
     text = record.phases[1].longrepr
-    assert len(text) < 25_000
-    assert "characters cut by flakewarden" in text
+    # The first and last 10,000 characters (MAX_TEXT // 2 each), the cut counted between.
+    head, cut, tail = re.split(r"\n\[\.\.\. (\d+) characters cut by flakewarden \.\.\.\]\n", text)
+    assert (len(head), len(tail)) == (10_000, 10_000)
+    assert head.startswith("def test_big():") and tail.endswith("test_big.py:2: AssertionError")
+    # Only the message's x's were cut: kept and cut, all 200,000 are there (the source
+    # line's "x" aside).
+    assert head.count("x") - 1 + int(cut) + tail.count("x") == 200_000
     assert os.path.getsize(results_file) < 100_000
 
 

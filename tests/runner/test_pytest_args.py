@@ -30,7 +30,9 @@ def test_locate(command: list[str], expected: PytestCommand | None) -> None:
 
 def test_split_with_invocation_requires_pytest_to_agree() -> None:
     command = ["python", "-m", "pytest", "-q", "tests"]
-    assert pytest_args.split_with_invocation(command, ["-q", "tests"]) is not None
+    assert pytest_args.split_with_invocation(command, ["-q", "tests"]) == PytestCommand(
+        ["python", "-m", "pytest"], ["-q", "tests"]
+    )
     # pytest received something else (a wrapper rewrote it): do not trust our split.
     assert pytest_args.split_with_invocation(command, ["tests"]) is None
 
@@ -84,8 +86,7 @@ def test_positional_equal_to_an_option_value_removes_the_positional(tmp_path: Pa
         node_ids=["t.py::a"],
         rootdir=tmp_path,
     )
-    assert out[:2] == ["--basetemp", "tests"]
-    assert out[-1] == str(tmp_path / "t.py")
+    assert out == ["--basetemp", "tests", f"--rootdir={tmp_path}", str(tmp_path / "t.py")]
 
 
 def test_unnamed_files_fall_back_to_the_original_selection(tmp_path: Path) -> None:

@@ -42,7 +42,10 @@ def test_fisher_matches_exact_combinatorics(table: tuple[int, int, int, int]) ->
 
 def test_fisher_flat_rate_is_not_significant() -> None:
     # A fixed 1/200 failure that stays flat under a knob is nowhere near significant.
-    assert stats.fisher_greater(2, 400, 1, 400) >= 0.75
+    # 3 failures in 800 runs: p is the chance the arm holds at least 1 of them.
+    flat = 1 - comb(400, 3) / comb(800, 3)
+    assert stats.fisher_greater(2, 400, 1, 400) == pytest.approx(flat, rel=1e-12)
+    assert flat > 0.87
     assert stats.fisher_greater(0, 10, 0, 10) == 1.0
 
 

@@ -315,7 +315,10 @@ def test_a_server_is_replaced_after_its_forks_so_hash_seeds_vary(
     specs = _specs(project, plugin, "fork", 6, base=base)
     with _server(project, plugin, specs[0], forks_per_server=2) as server:
         outcomes = run_all(specs, 1, server=server)
-        assert server.forked == 6 and server.servers >= 3
+        # A server retires after its 2nd fork; its successor starts at its 1st, so the
+        # 5th fork started a 4th server, on standby for a 7th run. Before them, one server
+        # refused per plugin that starts a thread (pytest-randomly, where it is installed).
+        assert server.forked == 6 and server.servers == 4 + len(server.skipped)
     assert [o.exit_code for o in outcomes] == [0] * 6
     rows = _seen(out)
     parents = [parent for _, parent, _ in rows]
@@ -469,6 +472,7 @@ def test_ctrl_c_kills_a_forked_child(tmp_path: Path, plugin: Path) -> None:
     deadline = time.monotonic() + 60
     while not (pids.exists() and pids.read_text()) and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert pids.exists() and pids.read_text(), "the forked test never started"
     child = int(pids.read_text())
     parent.send_signal(signal.SIGINT)
     _, err = parent.communicate(timeout=60)

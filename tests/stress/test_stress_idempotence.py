@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from math import comb
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,6 @@ def _check_arms_split_first_runs_from_repeats(data: dict[str, Any]) -> None:
         assert row["first_failures"] + row["repeat_failures"] == row["failures"], row
 
 
-@pytest.mark.usefixtures("one_stress_at_a_time")
 def test_non_idempotent_and_order_dependent_names_the_polluter(tmp_path: Path) -> None:
     project = make_project(tmp_path / "lazy-order", LAZY_FILES)
     test_id = "test_lazy.py::test_heavy_is_imported_lazily"
@@ -83,20 +83,23 @@ def test_non_idempotent_and_order_dependent_names_the_polluter(tmp_path: Path) -
     assert data["verdict"] == "order-dependent", data["reason"]
     assert data["polluter"] == "test_other.py::test_uses_heavy"
     assert data["quarantine_allowed"] is True
-    # Every first run in a fresh process passed; every in-process repeat failed.
+    # Every first run in a fresh process passed (10 processes: none failed, so no more are
+    # made); every in-process repeat failed (2 processes x 5 runs: 2 first runs, 8 repeats).
     fresh = arm(data, "isolation", "baseline")
-    assert fresh["runs"] == fresh["first_runs"] == fresh["processes"] >= 10
+    assert (fresh["runs"], fresh["first_runs"], fresh["processes"]) == (10, 10, 10)
     assert fresh["failures"] == 0
     repeats = arm(data, "isolation", "in-process")
-    assert repeats["first_failures"] == 0 and repeats["first_runs"] == repeats["processes"]
-    assert repeats["repeat_failures"] == repeats["repeat_runs"] > 0
+    assert (repeats["first_runs"], repeats["first_failures"], repeats["processes"]) == (2, 0, 2)
+    assert (repeats["repeat_runs"], repeats["repeat_failures"]) == (8, 8)
     evidence = data["non_idempotent"]
-    assert evidence["repeat_failures"] == evidence["repeat_runs"] > 0
-    assert evidence["first_failures"] == 0 and evidence["p_value"] < 0.05
+    assert (evidence["first_runs"], evidence["first_failures"]) == (12, 0)
+    assert (evidence["repeat_runs"], evidence["repeat_failures"]) == (8, 8)
+    # 8 of 8 failures among the repeats against 0 of 12 first runs: 1 / C(20, 8).
+    assert evidence["p_value"] == pytest.approx(1 / comb(20, 8))
     assert "non-idempotent" in data["reason"]
     assert any("non-idempotent" in note for note in data["notes"])
     confirm = arm(data, "order", "after-polluter")
-    assert confirm["failures"] == confirm["runs"] > 0
+    assert (confirm["runs"], confirm["failures"]) == (5, 5)  # 5 confirming processes
     _check_arms_split_first_runs_from_repeats(data)
     markdown = (project / "flakewarden-stress" / "verdict.md").read_text(encoding="utf-8")
     assert "Non-idempotent" in markdown and "in-process repeats" in markdown
@@ -110,7 +113,10 @@ def test_pure_non_idempotent_test_gets_its_own_verdict(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert data["verdict"] == "non-idempotent", data["reason"]
     assert data["quarantine_allowed"] is True
-    assert data["non_idempotent"]["repeat_failures"] > 0
+    # Isolation's 2 processes x 5 runs: each passed its first run and failed its 4 repeats.
+    evidence = data["non_idempotent"]
+    assert (evidence["repeat_runs"], evidence["repeat_failures"]) == (8, 8)
+    assert evidence["processes_passed_first_then_failed"] == 2
     assert "non-idempotent" in data["rule"] and "Fisher" in data["rule"]
     # Never repeated in-process after isolation: the timing arms are fresh processes only,
     # and none of their runs failed.
@@ -165,7 +171,6 @@ SEED_FILES = {
 }
 
 
-@pytest.mark.usefixtures("one_stress_at_a_time")
 def test_seed_dependent_test_is_not_made_flaky_by_in_process_repeats(tmp_path: Path) -> None:
     project = make_project(tmp_path / "seed-repeat", SEED_FILES)
     test_id = "test_sample.py::test_sample_is_large_enough"
@@ -174,7 +179,7 @@ def test_seed_dependent_test_is_not_made_flaky_by_in_process_repeats(tmp_path: P
     assert result.returncode == 0, result.stderr
     assert data["verdict"] == "seed-dependent", data["reason"]
     seed = data["seed"]
-    assert isinstance(seed, int) and seed in data["seeds"]["failing_seeds"]
+    assert isinstance(seed, int) and seed == data["seeds"]["failing_seeds"][0]
     assert arm(data, "isolation", "baseline")["failures"] == 0
     # The seed phase ran the test once per process.
     for row in data["arms"]:

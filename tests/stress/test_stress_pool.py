@@ -132,12 +132,16 @@ def test_ctrl_c_stops_the_test_and_the_burners(tmp_path: Path) -> None:
     )
     assert parent.stdout is not None
     pid = int(parent.stdout.readline())
+    # The burners start before the child's log exists: wait for both, each within a bound.
     deadline = time.monotonic() + 30
-    while (len(_burners_of(pid)) < 2 or not log.read_text()) and time.monotonic() < deadline:
+    while not (len(_burners_of(pid)) == 2 and log.exists() and log.read_text()):
+        if time.monotonic() > deadline:
+            break
         time.sleep(0.05)
     running = _burners_of(pid)
-    child = int(log.read_text())
     assert len(running) == 2
+    assert log.exists() and log.read_text(), "the child never started"
+    child = int(log.read_text())
     parent.send_signal(signal.SIGINT)
     _, err = parent.communicate(timeout=30)
     assert "Interrupted: SIGINT" in err

@@ -40,12 +40,18 @@ def _cdf(k: int, n: int, p: float, combs: list[float]) -> float:
     return min(1.0, math.exp(peak) * math.fsum(math.exp(t - peak) for t in terms))
 
 
+@functools.lru_cache(maxsize=65536)
 def _solve(target: float, k: int, n: int) -> float:
-    """The p at which P(X <= k) equals ``target`` (the CDF falls as p grows)."""
+    """The p at which P(X <= k) equals ``target`` (the CDF falls as p grows).
+
+    Cached: a stress run asks for the same bounds round after round.
+    """
     combs = _log_combs(k, n)  # the same for every step of the bisection
     low, high = 0.0, 1.0
     for _ in range(100):
         mid = (low + high) / 2
+        if mid in (low, high):  # adjacent floats: every further step gives this same value
+            break
         if _cdf(k, n, mid, combs) > target:
             low = mid
         else:

@@ -10,6 +10,7 @@ the end. The tests run a small real project with a flaky test.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import os
@@ -664,13 +665,28 @@ def test_a_tampered_or_broken_cached_venv_is_rebuilt(
     assert_flaky_run(runner, run, project)
 
 
+def _declared_dependencies() -> set[str]:
+    """``[project] dependencies`` of pyproject.toml, on every Python the suite runs on.
+
+    tomllib is 3.11+ and CI runs 3.9 too: the list, a TOML array of basic strings, is also a
+    Python literal. Where tomllib exists the two readings must agree.
+    """
+    text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    found = re.search(r"(?ms)^\[project\]$.*?^dependencies = (\[.*?^\])$", text)
+    assert found, "no [project] dependencies in pyproject.toml"
+    declared = set(ast.literal_eval(found[1]))
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        assert declared == set(tomllib.loads(text)["project"]["dependencies"])
+    return declared
+
+
 def test_the_venv_requirements_are_pyprojects_that_are_imported() -> None:
     """The install list names every runtime dependency but junitparser, which is never imported."""
     [install] = [s for s in load_action()["runs"]["steps"] if s.get("id") == "install"]
     listed = set(install["env"]["FW_REQUIREMENTS"].split())
-    tomllib = pytest.importorskip("tomllib")
-    with open(REPO / "pyproject.toml", "rb") as f:
-        declared = set(tomllib.load(f)["project"]["dependencies"])
+    declared = _declared_dependencies()
     assert declared - listed == {"junitparser>=3.1,<6"}
     imported = subprocess.run(
         ["git", "-C", str(REPO), "grep", "-l", "junitparser", "--", "src"],
@@ -728,7 +744,10 @@ def test_command_is_split_like_a_shell_but_never_run_by_one(runner: Runner) -> N
         }
     )
     assert not pwned.exists()
-    assert run.outputs["outcome"] != ""
+    # python -c ran with the substitutions as plain words and exited 0 without a pytest
+    # session: flakewarden calls that an error (3), and the outputs say so.
+    assert run.step("run").returncode == 3
+    assert run.outputs["outcome"] == "error"
     assert project.exists()
 
 
@@ -750,11 +769,45 @@ def test_usage_errors_still_write_outputs(
     assert step.returncode == 4
     assert run.outputs["outcome"] == "usage-error"
     assert run.outputs["flaky"] == "0"
-    assert run.outputs["report-dir"] != ""
+    # The report dir is made absolute inside the working directory; one that cannot be
+    # entered leaves the input as given.
+    project = runner.workspace / "project"
+    absolute = "working-directory" not in given
+    expected = str(project / "flakewarden-report") if absolute else "flakewarden-report"
+    assert run.outputs["report-dir"] == expected
     if message:
         [(name, _, data)] = parse_commands(step.stdout)
         assert name == "error"
         assert message in data
+
+
+def test_the_shard_inputs_run_one_shard_balanced_by_the_given_durations(
+    runner: Runner,
+) -> None:
+    from flakewarden.runner.plugin import shard_of
+
+    project = make_project(runner.workspace, broken=True)
+    whole = runner.run({"working-directory": "project", "reruns": "0"})
+    report = json.loads((project / "flakewarden-report" / "report.json").read_text())
+    ids = [t["id"] for t in report["tests"]]
+    durations = runner.workspace / "earlier"
+    shutil.copytree(project / "flakewarden-report", durations)
+    assert whole.step("run").returncode == 1
+    seconds = {t["id"]: t["attempts"][0]["duration"] for t in report["tests"]}
+    expected = {i for i in ids if shard_of(ids, 2, seconds)[i] == 1}
+    assert expected and expected != set(ids)  # a real split: both shards hold tests
+    run = runner.run(
+        {
+            "working-directory": "project",
+            "shard": "2/2",
+            "shard-durations": str(durations),
+            "reruns": "0",
+        }
+    )
+    shard = json.loads((project / "flakewarden-report" / "report.json").read_text())
+    assert shard["shard"] == "2/2"
+    assert {t["id"] for t in shard["tests"]} == expected
+    assert run.step("run").returncode == int("tests/test_broken.py::test_broken" in expected)
 
 
 def test_no_tests_collected(runner: Runner) -> None:
@@ -823,17 +876,20 @@ def test_marketplace_metadata_inputs_and_outputs() -> None:
         "python",
         "file-issues",
         "job-name",
+        "shard",
+        "shard-durations",
     }
     assert set(action["inputs"]) == expected_inputs
     for name, spec in action["inputs"].items():
         assert spec["description"], name
         assert "default" in spec, name
         assert spec.get("required", False) is False, name
-    assert set(action["outputs"]) >= {
+    assert set(action["outputs"]) == {
         "outcome",
         "passed",
         "failed",
         "flaky",
+        "quarantined",
         "report-dir",
         "coverage",
     }

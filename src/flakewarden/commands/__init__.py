@@ -17,6 +17,7 @@ from types import ModuleType
 COMMANDS: tuple[str, ...] = (
     "run",
     "publish",
+    "merge",
     "issues",
     "digest",
     "stress",

@@ -61,3 +61,20 @@ def number(
         return value
 
     return parse
+
+
+def add_gate_options(parser: argparse.ArgumentParser) -> None:
+    """``--cov-fail-under`` and ``--fail-on-flaky``: what fails a run that ran its tests."""
+    parser.add_argument(
+        "--cov-fail-under",
+        type=number(0, 100, what="a percentage"),
+        default=None,
+        metavar="PCT",
+        help="fail when the merged coverage total is below PCT",
+    )
+    parser.add_argument(
+        "--fail-on-flaky",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="exit 1 when a test was flaky (--no-fail-on-flaky overrides the config file)",
+    )

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, TypeVar
 
-from flakewarden.commands.argtypes import number, whole_number
+from flakewarden.commands.argtypes import add_gate_options, number, whole_number
+from flakewarden.commands.shard_options import add_shard_options, durations_from
 from flakewarden.config import MAX_ATTEMPT_TIMEOUT
 from flakewarden.config import load as load_config
 from flakewarden.console import one_line
@@ -56,19 +57,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="measure coverage by wrapping the command in coverage run",
     )
-    parser.add_argument(
-        "--cov-fail-under",
-        type=number(0, 100, what="a percentage"),
-        default=None,
-        metavar="PCT",
-        help="fail when the merged coverage total is below PCT",
-    )
-    parser.add_argument(
-        "--fail-on-flaky",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="exit 1 when a test was flaky (--no-fail-on-flaky overrides the config file)",
-    )
+    add_gate_options(parser)
     parser.add_argument(
         "--report-dir",
         type=Path,
@@ -106,6 +95,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the matrix entry this run is, recorded in report.json for the history "
         "(default FLAKEWARDEN_JOB_NAME, or the matrix the action passes)",
     )
+    add_shard_options(parser)
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="do not echo the test command's output"
     )
@@ -162,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
         echo=None if args.quiet else sys.stdout.buffer,
         attempt_timeout=_pick(args.attempt_timeout, config.attempt_timeout),
         while_first_runs=beside_first_attempt,
+        shard=args.shard,
+        shard_durations=durations_from(args.shard_durations) if args.shard_durations else None,
     )
     sys.stdout.flush()
     # The tests' output is data: nothing it prints may act as a workflow command.

@@ -49,6 +49,8 @@ class RunReport:
     reruns: int = 2
     quarantine_known: list[str] = dataclasses.field(default_factory=list)  # the set in force
     context: Optional[RunContext] = None  # where it ran; None in older reports
+    shard: Optional[str] = None  # "K/N" when the run was one shard of the suite
+    merged_from: list[str] = dataclasses.field(default_factory=list)  # the shards merged
 
     @property
     def totals(self) -> Totals:
@@ -84,6 +86,8 @@ class RunReport:
             "problems": self.problems,
             "quarantine_known": self.quarantine_known,
             "context": None if self.context is None else self.context.to_json(),
+            "shard": self.shard,
+            "merged_from": self.merged_from,
             "totals": self.totals.to_json(),
             "coverage": None if self.coverage is None else self.coverage.to_json(),
             "attempts": [a.to_json() for a in self.attempts],
@@ -118,4 +122,6 @@ class RunReport:
             reruns=int(data.get("reruns", 2)),
             quarantine_known=[str(i) for i in data.get("quarantine_known", [])],
             context=None if data.get("context") is None else RunContext.from_json(data["context"]),
+            shard=None if data.get("shard") is None else str(data["shard"]),
+            merged_from=[str(m) for m in data.get("merged_from", [])],
         )

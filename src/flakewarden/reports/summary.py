@@ -114,6 +114,11 @@ def _notes(report: RunReport) -> list[str]:
         f"{runs} attempt{'s' if runs != 1 else ''}; failed tests rerun up to "
         f"{report.reruns} time{'s' if report.reruns != 1 else ''}, each in a fresh process."
     )
+    if report.merged_from:
+        shown = ", ".join(escape_markdown(m) for m in report.merged_from[:20])
+        lines.append(f"Merged from {len(report.merged_from)} reports: {shown}.")
+    elif report.shard:
+        lines.append(f"Shard {escape_markdown(report.shard)} of the suite.")
     if report.cutoff:
         lines.append(
             f"More than {report.max_failures} tests failed, so none were rerun (`--max-failures`)."

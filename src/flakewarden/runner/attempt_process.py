@@ -51,10 +51,13 @@ class PartRunner:
         while_running: Optional[Callable[[], object]] = None,
         # Given the first process's test records in batches as they are read, then dropped.
         early: Optional[Callable[[Sequence[TestRecord]], None]] = None,
+        # Added to the environment of a process that selects nothing (attempt 1's first).
+        first_env: Optional[dict[str, str]] = None,
     ) -> None:
         self.plugin, self.cwd, self.echo, self.timeout = plugin, cwd, echo, timeout
         self.measure, self.on_results = measure, on_results
         self.while_running, self.early = while_running, early
+        self.first_env = first_env
 
     def __call__(self, where: Path, command: list[str], select: Optional[list[str]]) -> Part:
         where.mkdir(parents=True, exist_ok=True)
@@ -64,11 +67,13 @@ class PartRunner:
             text = json.dumps(select, ensure_ascii=False, indent=0)
             select_file.write_text(text, encoding="utf-8")
         results_file = where / "results.jsonl"
-        extra = None
+        extra: dict[str, str] = {}
         if self.measure:
             from flakewarden.runner import coverage_merge
 
-            extra = coverage_merge.attempt_env(where)
+            extra.update(coverage_merge.attempt_env(where))
+        if select is None and self.first_env:
+            extra.update(self.first_env)
         env = plugin_env(self.plugin, results_file, select=select_file, extra=extra)
         child: Optional[ChildResult] = None
         counts, early = SummaryCounts(), self.early

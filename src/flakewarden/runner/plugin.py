@@ -14,6 +14,9 @@ variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
   process, recording every iteration.
 - ``FLAKEWARDEN_ORDER``: JSON file holding a list of node ids; only those run,
   in that order (stress replays a recorded order to find a polluter).
+- ``FLAKEWARDEN_SHARD``: ``K/N``, run only shard K of N of the collected tests
+  (``shard_of``); ``FLAKEWARDEN_SHARD_DURATIONS``: JSON object of seconds by node id
+  that balances the shards.
 
 Records (one JSON object per line, ``kind`` says which):
 ``config`` (rootdir, invocation args, positional args; ``loaded`` and ``time``: when
@@ -335,10 +338,54 @@ def _stress_order(config: Any, items: list[Any]) -> None:
     )
 
 
+def shard_of(ids: list[str], count: int, durations: dict[str, float]) -> dict[str, int]:
+    """The shard (0-based) of each id: the same whatever order the ids come in.
+
+    With durations, longest first onto the least loaded shard (ties: the lower shard),
+    a test without one counted at the median of those known; without any, by a stable
+    hash of the id, so each shard gets about as many tests.
+    """
+    known = sorted(d for d in (durations.get(i) for i in ids) if d is not None)
+    if not known:
+        import hashlib
+
+        return {
+            i: int(hashlib.sha256(i.encode("utf-8", "surrogatepass")).hexdigest()[:15], 16) % count
+            for i in ids
+        }
+    middle = known[len(known) // 2]
+    loads = [0.0] * count
+    shards = {}
+    for negative, test in sorted((-durations.get(i, middle), i) for i in set(ids)):
+        shard = min(range(count), key=lambda k: (loads[k], k))
+        loads[shard] += -negative
+        shards[test] = shard
+    return shards
+
+
+def _shard(config: Any, items: list[Any]) -> None:
+    """``FLAKEWARDEN_SHARD``: keep only this shard's tests (attempt 1; reruns select)."""
+    spec = os.environ.get("FLAKEWARDEN_SHARD")
+    if not spec:
+        return
+    index, count = (int(part) for part in spec.split("/"))
+    durations: dict[str, float] = {}
+    path = os.environ.get("FLAKEWARDEN_SHARD_DURATIONS")
+    if path:
+        with open(path, encoding="utf-8") as stream:
+            durations = json.load(stream)
+    shards = shard_of([item.nodeid for item in items], count, durations)
+    drop = [item for item in items if shards[item.nodeid] != index - 1]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = [item for item in items if shards[item.nodeid] == index - 1]
+
+
 def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
     if not _active:
         return
     _stress_order(config, items)
+    _shard(config, items)
     select_file = os.environ.get("FLAKEWARDEN_SELECT")
     if not select_file:
         return

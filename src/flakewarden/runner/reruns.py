@@ -59,6 +59,10 @@ class RunOptions(NamedTuple):
     # Called once attempt 1's process has started: the caller imports what it needs after
     # the tests (the report writers) while pytest starts, not after it exits.
     while_first_runs: Optional[Callable[[], object]] = None
+    # ``--shard K/N``: attempt 1 runs only shard K (1-based) of N, balanced by these
+    # seconds per test id when given; reruns and continuations select by id within it.
+    shard: Optional[tuple[int, int]] = None
+    shard_durations: Optional[dict[str, float]] = None
 
 
 Say = Callable[[str], None]
@@ -150,6 +154,7 @@ def run_attempts(options: RunOptions, say: Say) -> Ran:
         max_failures=options.max_failures,
         reruns=options.reruns,
         quarantine_known=sorted(options.quarantined),
+        shard=None if options.shard is None else f"{options.shard[0]}/{options.shard[1]}",
     )
     if measure and state.attempts:
         with timings.phase("coverage merge"):
@@ -215,6 +220,20 @@ def _loop(
             return
 
 
+def _shard_env(options: RunOptions, plugin: Path) -> Optional[dict[str, str]]:
+    """What makes attempt 1's first process run one shard (read by the plugin)."""
+    if options.shard is None:
+        return None
+    import json
+
+    env = {"FLAKEWARDEN_SHARD": f"{options.shard[0]}/{options.shard[1]}"}
+    if options.shard_durations:
+        durations = plugin / "shard-durations.json"
+        durations.write_text(json.dumps(options.shard_durations), encoding="utf-8")
+        env["FLAKEWARDEN_SHARD_DURATIONS"] = str(durations)
+    return env
+
+
 def _selection_command(state: LoopState, node_ids: list[str]) -> list[str]:
     """Attempt 1's command with only the selection replaced: for reruns and continuations."""
     args = (state.first_config or {}).get("args", [])
@@ -272,6 +291,7 @@ def _attempt(
         on_results,
         while_running=_beside_first_process(options.while_first_runs) if number == 1 else None,
         early=state.early if number == 1 else None,
+        first_env=_shard_env(options, plugin) if number == 1 else None,
     )
     first = run_part(directory, command, select)
     from flakewarden.runner import consistency

@@ -28,6 +28,8 @@ NO_EXPRESSIONS_IN_RUN = (
     "examples/workflows/coverage-gate.yml",
     "examples/workflows/matrix.yml",
     "examples/workflows/issues-in-own-job.yml",
+    "examples/workflows/sharded.yml",
+    ".github/workflows/pytest.yml",
 )
 
 

@@ -567,6 +567,55 @@ def built_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return action, entry
 
 
+def _pyenv_python(version: str) -> Optional[str]:
+    """A CPython ``version`` (3.X) that runs, from pyenv; None when this machine has none."""
+    for candidate in sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/python{version}")):
+        probe = subprocess.run([str(candidate), "-c", "pass"], capture_output=True, timeout=30)
+        if probe.returncode == 0:
+            return str(candidate)
+    return None
+
+
+@pytest.mark.parametrize("version", ["3.9", "3.13"])
+def test_the_venv_builds_and_merges_coverage_on_the_oldest_and_newest_pythons(
+    tmp_path: Path, version: str
+) -> None:
+    """3.13's venv writes a .gitignore the check must know; before 3.11 coverage.py needs
+    tomli to read the project's pyproject.toml, where this project keeps its [tool.coverage]."""
+    host = _pyenv_python(version)
+    if host is None:
+        pytest.skip(f"no CPython {version} from pyenv on this machine")
+    runner = Runner(tmp_path / "job", action_path=copy_action(tmp_path / "action"))
+    project = make_project(runner.workspace)
+    (project / "tests" / "test_flaky.py").unlink()  # one attempt: its data file measures app
+    (project / "app.py").write_text("def f():\n    return 1\n", encoding="utf-8")
+    with open(project / "pyproject.toml", "a", encoding="utf-8") as config:
+        config.write(
+            '\n[tool.coverage.run]\nsource = ["app"]\n\n[tool.coverage.report]\nprecision = 1\n'
+        )
+    (project / "tests" / "test_app.py").write_text(
+        "import app\n\n\ndef test_f():\n    assert app.f() == 1\n", encoding="utf-8"
+    )
+    run = runner.run({"working-directory": "project", "python": host, "coverage": "true"})
+    install = run.step("install")
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert "building the flakewarden venv (no venv)" in install.stdout
+    venv_python = runner.temp / "flakewarden-venv" / "bin" / "python"
+    assert install.outputs == {"python": str(venv_python), "built": "true"}
+    step = run.step("run")
+    assert step.returncode == 0, step.stdout + step.stderr
+    # app.py: 2 statements, both run; the precision of 1 comes from pyproject.toml.
+    assert run.outputs["coverage"] == "100.0", step.stdout
+    # The venv it built is the one a later job restores and accepts.
+    again = Runner(tmp_path / "job2", action_path=runner.action_path)
+    shutil.copytree(
+        runner.temp / "flakewarden-venv", again.temp / "flakewarden-venv", symlinks=True
+    )
+    make_project(again.workspace)
+    restored = again.run({"working-directory": "project", "python": host}).step("install")
+    assert "restored from the cache and checked" in restored.stdout, restored.stdout
+
+
 def restored_runner(root: Path, built: tuple[Path, Path]) -> Runner:
     """A fresh job whose cache restore brought back the venv ``built`` saved."""
     action, entry = built

@@ -379,6 +379,18 @@ def test_fail_under_defaults_to_the_project_config(lines: Lines, tmp_path: Path)
     assert no_threshold.below_threshold is False
 
 
+def test_a_config_coverage_cannot_read_is_one_error_line(lines: Lines, tmp_path: Path) -> None:
+    # coverage.py raises ConfigError, which some 7.x releases do not make a CoverageException.
+    rc = tmp_path / "coveragerc"
+    rc.write_text("[run]\nbranch = maybe\n")
+    summary = merge([lines.cov_alpha], tmp_path / "r", cwd=lines.project, config_file=str(rc))
+    assert summary.percent is None
+    [error] = summary.errors
+    assert error == (
+        f"cannot combine or report coverage: Couldn't read config file {rc}: Not a boolean: maybe"
+    )
+
+
 def test_branch_config_matches_coverage_report(lines: Lines, tmp_path: Path) -> None:
     project = make_project(tmp_path / "project", run_extra="branch = true")
     attempts = tmp_path / "report" / "attempts"

@@ -24,7 +24,7 @@ from typing import NamedTuple, Optional, Union
 
 import coverage
 import coverage.files
-from coverage.exceptions import CoverageException, CoverageWarning
+from coverage.exceptions import ConfigError, CoverageException, CoverageWarning
 
 from flakewarden.model import CoverageSummary
 from flakewarden.runner.process import PLUGIN_DIR_PREFIX
@@ -277,7 +277,7 @@ def _combine_and_report(
             if not 0 <= fail_under <= 100:
                 raise CoverageException(f"[report] fail_under is {fail_under:g}, not 0 to 100")
             summary.fail_under = fail_under or None
-    except CoverageException as exc:
+    except (CoverageException, ConfigError) as exc:  # ConfigError is not one in every 7.x
         summary.errors.append(f"cannot combine or report coverage: {exc}")
 
 

@@ -4,7 +4,7 @@ Run:  python benchmarks/bench_shards.py [--tests 2000] [--shards 4] [--merges 5]
 
 A suite is generated in a temporary directory: ``--tests`` tests over 40 modules, each
 covering one function of a 100-function package, with durations drawn (seeded) from a
-long-tailed distribution (most a few milliseconds, a few up to 0.4 s), 1 in 200 failing its
+long-tailed distribution (most a few milliseconds, a few up to 0.4 s), 1 in 400 failing its
 first attempt only (a flake) and one failing always. It is run once unsharded with coverage,
 then as ``--shards`` shards twice: balanced by a stable hash of each id, and balanced by the
 unsharded run's durations (``--shard-durations``). The table shows, for each split, the
@@ -63,7 +63,7 @@ def generate(root: Path, tests: int) -> None:
             lines.append(f"def test_{n}():")
             lines.append(f"    time.sleep({seconds:.4f})")
             lines.append(f"    assert funcs.f{n % 97}(0) == {n % 97}")
-            if n % 200 == 7:
+            if n % 400 == 7:
                 lines.append(f"    mark = Path(__file__).with_name('.seen-{n}')")
                 lines.append("    if not mark.exists():")
                 lines.append("        mark.write_text('x')")

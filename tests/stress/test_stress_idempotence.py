@@ -105,7 +105,6 @@ def test_non_idempotent_and_order_dependent_names_the_polluter(tmp_path: Path) -
     assert "Non-idempotent" in markdown and "in-process repeats" in markdown
 
 
-@pytest.mark.usefixtures("one_stress_at_a_time")
 def test_pure_non_idempotent_test_gets_its_own_verdict(tmp_path: Path) -> None:
     project = make_project(tmp_path / "lazy", LAZY_FILES)
     test_id = "test_lazy.py::test_heavy_is_imported_lazily"

@@ -558,6 +558,30 @@ def test_cov_fail_under_applies_to_the_merged_total(project: Project) -> None:
     assert "below --cov-fail-under 99" in strict.stdout
 
 
+@pytest.mark.parametrize("how", ["coverage-run", "pytest-cov"])
+def test_a_rerun_that_touches_no_measured_code_is_no_coverage_error(
+    project: Project, how: str
+) -> None:
+    # The flaky test never imports app: its rerun's data file measures nothing, as it should.
+    project.write(".coveragerc", "[run]\nsource = app\n")
+    project.write("app.py", "def f():\n    return 1\n")
+    project.write("tests/test_app.py", "import app\n\n\ndef test_f():\n    assert app.f() == 1\n")
+    project.write("tests/test_flaky.py", flaky_module("flaky"))
+    args, command = (("--coverage",), None) if how == "coverage-run" else ((), [*PYTEST, "--cov"])
+    result = project.run(*args, command=command)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.outcomes["tests/test_flaky.py::test_flaky"] == "flaky"
+    coverage = result.report["coverage"]
+    assert (coverage["errors"], coverage["percent"], coverage["files_combined"]) == ([], 100.0, 1)
+    # Attempt 1 measuring nothing is still a misconfiguration, named.
+    project.write(".coveragerc", "[run]\nsource = not_here\n")
+    wrong = project.run(*args, command=command, report_dir="r2")
+    assert wrong.returncode == 3
+    assert any(
+        "attempts/1/.coverage measures no file" in e for e in wrong.report["coverage"]["errors"]
+    )
+
+
 def test_corrupt_coverage_data_is_named_and_report_written(project: Project) -> None:
     _coverage_project(project, fail_times=0)
     project.write(

@@ -18,7 +18,7 @@ import shutil
 import sqlite3
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import NamedTuple, Optional, Union
 
@@ -84,8 +84,12 @@ def merge(
     cwd: Path,
     fail_under: Optional[float] = None,
     precision: Optional[int] = None,
+    may_measure_nothing: Collection[Path] = (),
 ) -> CoverageSummary:
     """Validate then combine; write report_dir/.coverage and report_dir/coverage.xml.
+
+    A file in ``may_measure_nothing`` (a rerun's: its tests need not touch the measured
+    code) that measured no file is left out without an error; any other such file is one.
 
     ``data_files`` come in attempt order: the first readable file decides whether the run
     measured lines or branches, and a later file of the other kind is left out. Each bad file
@@ -102,6 +106,7 @@ def merge(
     cwd = cwd.absolute()
     report_dir = report_dir.absolute()
     inputs = [path.absolute() for path in data_files]
+    quiet = {path.absolute() for path in may_measure_nothing}
     report_dir.mkdir(parents=True, exist_ok=True)
     # A stale merged file would be combined into the new one, or outlive a merge with no data.
     for output in (DATA_FILE, XML_FILE):
@@ -113,7 +118,13 @@ def merge(
         for index, path in enumerate(inputs):
             name = _display_name(path, cwd)
             result = _check(path, name, Path(scratch) / f"{index}{DATA_FILE}")
-            if isinstance(result, str):
+            if result is None:  # measured nothing
+                if path not in quiet:
+                    summary.errors.append(
+                        f"coverage data file {name} measures no file: no code under "
+                        "measurement ran (check --cov or [run] source)"
+                    )
+            elif isinstance(result, str):
                 summary.errors.append(result)
             elif checked and result.has_arcs != checked[0].has_arcs:
                 summary.errors.append(_mixed_kinds(checked[0], result))
@@ -136,8 +147,9 @@ class _DataFile(NamedTuple):
     has_arcs: bool
 
 
-def _check(path: Path, name: str, copy: Path) -> Union[_DataFile, str]:
-    """Read the whole file through coverage.py; a message naming the file if it is unusable."""
+def _check(path: Path, name: str, copy: Path) -> Union[_DataFile, str, None]:
+    """Read the whole file through coverage.py; a message naming the file if it is unusable,
+    None if it is sound but measured no file."""
     if not path.exists():
         return f"coverage data file {name} is missing: the attempt wrote no coverage data"
     if not path.is_file():
@@ -178,10 +190,7 @@ def _check(path: Path, name: str, copy: Path) -> Union[_DataFile, str]:
         except (CoverageException, sqlite3.Error) as exc:
             return f"coverage data file {name}: cannot leave out flakewarden's plugin: {exc}"
     if len(injected) == len(measured):
-        return (
-            f"coverage data file {name} measures no file: no code under measurement ran "
-            "(check --cov or [run] source)"
-        )
+        return None
     return _DataFile(name=name, copy=copy, has_arcs=has_arcs)
 
 

@@ -66,6 +66,7 @@ def merge_coverage(
     from flakewarden.runner import coverage_merge
 
     files: list[Path] = []
+    partial: list[Path] = []  # a rerun's or a continuation's: its tests need not touch the code
     missing = []
     for attempt in attempts:
         parts = [(attempt.directory, attempt.crash)]
@@ -77,6 +78,8 @@ def merge_coverage(
                 why = f" (its process {crash})" if crash else ""
                 missing.append(f"attempt {attempt.number}{part} wrote no coverage data file{why}")
             files.extend(found)
+            if attempt.number > 1 or number:
+                partial.extend(found)
     located = pytest_args.locate(command)
     summary = coverage_merge.merge(
         files,
@@ -84,6 +87,7 @@ def merge_coverage(
         cwd=cwd,
         fail_under=fail_under,
         precision=None if located is None else _cov_precision(located.args),
+        may_measure_nothing=partial,
     )
     summary.errors = missing + summary.errors
     return summary

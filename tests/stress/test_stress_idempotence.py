@@ -21,12 +21,9 @@ from test_stress import (
     PYTEST,
     arm,
     make_project,
-    one_stress_at_a_time,
     stress,
     write_order_report,
 )
-
-__all__ = ["one_stress_at_a_time"]  # the fixture, used by name
 
 # Like six's test_lazy: a module must not be imported before the test imports it.
 # Once per fresh process it passes; repeated in the same process it always fails,

@@ -75,16 +75,21 @@ def children(pid: int) -> list[int]:
     for entry in entries:
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stream:
-                stat = stream.read()
-        except OSError:
-            continue  # gone meanwhile
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and int(fields[1]) == pid:
+        fields = _stat_fields(int(entry))  # None: gone meanwhile
+        if fields is not None and len(fields) > 1 and int(fields[1]) == pid:
             found.append(int(entry))
     return found
+
+
+def _stat_fields(pid: int) -> Optional[list[bytes]]:
+    """``/proc/PID/stat`` after the command name: state, ppid, pgrp, ...; None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stream:
+            stat = stream.read()
+    except OSError:
+        return None
+    # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    return stat[stat.rfind(b")") + 2 :].split()
 
 
 def _listed_children(pid: int) -> Optional[list[int]]:
@@ -136,17 +141,6 @@ def _reap(pid: int) -> None:
         time.sleep(0.01)
 
 
-def _state_and_group(pid: int) -> Optional[tuple[str, int]]:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stream:
-            stat = stream.read()
-    except OSError:
-        return None
-    # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return (fields[0].decode(), int(fields[2])) if len(fields) > 2 else None
-
-
 def reap_exited_orphans(exclude: Collection[int] = ()) -> int:
     """Reap the adopted orphans that have exited; how many.
 
@@ -161,8 +155,10 @@ def reap_exited_orphans(exclude: Collection[int] = ()) -> int:
     for pid in children(me):
         if pid in exclude or pid in _own:
             continue
-        seen = _state_and_group(pid)
-        if seen is None or seen[0] not in ("Z", "X") or seen[1] == group:
+        fields = _stat_fields(pid)
+        if fields is None or len(fields) < 3 or fields[0] not in (b"Z", b"X"):
+            continue
+        if int(fields[2]) == group:
             continue
         with contextlib.suppress(ChildProcessError):
             if os.waitpid(pid, os.WNOHANG)[0]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from conftest import Project, flaky_module
 from hermetic import clean_env
+from workflow_commands import parse_commands
 
 from flakewarden.runner.plugin import shard_of
 
@@ -228,3 +229,31 @@ def test_a_corrupt_shard_report_is_one_line(project: Project) -> None:
         missing.stderr == f"flakewarden: error: {project.root / 'nope'}: no report.json there "
         "(did that shard's job upload its report?)\n"
     )
+
+
+def test_hostile_ids_and_folder_names_reach_the_log_inert(project: Project, tmp_path: Path) -> None:
+    """A downloaded report names the tests and its folder: neither may form a command."""
+    _project(project)
+    first = _shards(project, 2)[0]
+    hostile = "tests/x.py::test[\n::error::pwn ##[warning]owned]"
+    copies = []
+    for k, name in ((1, "::error::a"), (2, "##[error]b")):
+        copy = tmp_path / name
+        shutil.copytree(first, copy)
+        data = json.loads((copy / "report.json").read_text(encoding="utf-8"))
+        data["shard"] = f"{k}/3"
+        data["tests"][0]["id"] = hostile
+        data["problems"] = ["::warning::from the shard ##[error]x"]
+        (copy / "report.json").write_text(json.dumps(data), encoding="utf-8")
+        copies.append(str(copy))
+    twice = _merge(project.root, *copies, "--report-dir", "merged")
+    assert twice.returncode == 4 and "ran in two shards" in twice.stderr
+    assert parse_commands(twice.stdout + twice.stderr) == []
+    data = json.loads((Path(copies[1]) / "report.json").read_text(encoding="utf-8"))
+    for test in data["tests"]:  # another shard's tests: none in common with the first's
+        test["id"] = test["id"].replace("tests/", "other/", 1)
+    (Path(copies[1]) / "report.json").write_text(json.dumps(data), encoding="utf-8")
+    missing = _merge(project.root, *copies, "--report-dir", "merged")
+    assert missing.returncode == 1 and "shard 3 of 3 missing" in missing.stdout
+    assert "##[error]b" not in missing.stdout and "from the shard" in missing.stdout
+    assert parse_commands(missing.stdout + missing.stderr) == []

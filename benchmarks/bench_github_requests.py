@@ -2,7 +2,9 @@
 
 Counts come from the loopback GitHub emulator the tests use (real HTTP, real client), so they
 are exact and do not depend on the machine. The goal from the design: filing k flakes costs
-10 list pages plus O(k) requests; the digest at most 11 reads plus 1 write.
+10 list pages plus O(k) requests, whatever the flakes' hits (a flake with 1,000 recorded
+hits reads its comments in full once, then only what came since its checkpoint); the digest
+at most 11 reads plus 1 write.
 
     python benchmarks/bench_github_requests.py [--open 1000] [--k 1 5 20]
 """
@@ -23,7 +25,9 @@ from github_fixtures import FakeSleep, flaky
 
 from flakewarden.github import digest
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.flake_issues import LABEL, RunContext, file_flakes
+from flakewarden.github.flake_issues import file_flakes
+from flakewarden.github.flake_records import LABEL, RunContext
+from flakewarden.github.hit_ledger import record_line
 from flakewarden.github.marker import format_marker
 
 REPO = "octo-org/octo-repo"
@@ -48,6 +52,23 @@ def seeded(open_issues: int, closed: int = 0) -> GitHubEmulator:
         }
         state = "closed" if n >= open_issues else "open"
         emu.add_issue(f"flake: {tid}", format_marker(marker), (LABEL,), state, created_at=SEEDED_AT)
+    return emu
+
+
+def with_hits(emu: GitHubEmulator, test_id: str, hits: int) -> GitHubEmulator:
+    """``emu`` with ``hits`` recorded recurrences of ``test_id``'s issue, over forty days.
+
+    Its marker has no checkpoint yet, so the first filing counts every record (one full
+    listing of its comments); the filings after it read only what came since.
+    """
+    (number,) = [n for n, i in emu.issues.items() if test_id in i["title"]]
+    for k in range(hits):
+        comment = emu.add_comment(number, f"Flaked again.\n\n{record_line({f'run-{k}': 1})}\n")
+        moment = SEEDED_AT - 40 * 86400 + k * (40 * 86400 / hits)
+        stamp = dt.datetime.fromtimestamp(moment, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        comment["created_at"] = comment["updated_at"] = stamp
+    marker = {"id": test_id, "hits": hits, "ledger": {"before": None, "count": 0, "edge": []}}
+    emu.issues[number]["body"] = format_marker(marker)
     return emu
 
 
@@ -98,6 +119,10 @@ def main() -> int:
                 measure(seeded(n, closed=k), lambda c, t=back: file_flakes(c, REPO, t, CTX, NOW)),
             )
         )
+    busy = with_hits(seeded(n), "tests/test_0.py::test_it", 1000)
+    for label in ("1,000 hits, 1st", "1,000 hits, next"):
+        test = [flaky("tests/test_0.py::test_it")]
+        rows.append((label, measure(busy, lambda c, t=test: file_flakes(c, REPO, t, CTX, NOW))))
     first = seeded(n)
     rows.append(("digest, first run", measure(first, lambda c: digest.build_digest(c, REPO, NOW))))
     rows.append(("digest, next runs", measure(first, lambda c: digest.build_digest(c, REPO, NOW))))

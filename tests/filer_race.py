@@ -1,10 +1,13 @@
-"""N real ``flakewarden issues`` processes filing one new flake at the same moment.
+"""N real ``flakewarden issues`` processes filing one flake at the same moment.
 
 Shared by the concurrency tests and ``benchmarks/bench_concurrent_filers.py``.
-Every process lists the issues before any of them creates one (a barrier in
-the emulator holds each listing until all N have arrived), so each opens its
-own issue and the duplicates must be reconciled; writes are held back a
-random few milliseconds so their order varies from trial to trial.
+Every process lists the issues before any of them writes (a barrier in the
+emulator holds each listing until all N have arrived): for a new flake each
+opens its own issue and the duplicates must be reconciled, for an existing one
+all N record on it at once. Writes are held back a random few milliseconds so
+their order varies from trial to trial. Each process publishes the report of a
+run of its own, as N shard or matrix jobs do; ``same_report`` has all of them
+publish one report, as re-run jobs do, which must count once.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from typing import Any, Optional
 from github_emulator import GitHubEmulator, LoggedRequest
 from github_fixtures import flaky, write_report
 
+from flakewarden.github.flake_records import FlakeIssue
+from flakewarden.github.hit_ledger import Checkpoint, records_of
 from flakewarden.github.marker import read_marker
 
 TEST_ID = "tests/test_race.py::test_shared_state"
@@ -31,23 +36,24 @@ TEST_ID = "tests/test_race.py::test_shared_state"
 @dataclasses.dataclass
 class RaceOutcome:
     filers: int
+    expected: int  # the hits there must be
     exit_codes: list[int]
     open_numbers: list[int]
-    hits: int  # of the one open issue (-1 when there is not exactly one)
-    merged: list[int]
-    closed_duplicates: list[int]
+    hits: int  # in the one open issue's marker (-1 when there is not exactly one)
+    recounted: int  # from its records (-1 likewise)
+    duplicates_of: list[Any]  # what each closed duplicate names as its winner
     claims: int  # closed duplicates whose comment says their hits were added
+    requests: int
     stderr: list[str]
 
     @property
     def exact(self) -> bool:
-        """One open issue holding every filer's hit, each duplicate merged exactly once."""
+        """One open issue whose records and marker both hold every hit, once."""
         return (
             self.exit_codes == [0] * self.filers
             and len(self.open_numbers) == 1
-            and self.hits == self.filers
-            and sorted(self.merged) == sorted(self.closed_duplicates)
-            and len(self.merged) == len(set(self.merged)) == self.filers - 1
+            and self.hits == self.recounted == self.expected
+            and all(d == self.open_numbers[0] for d in self.duplicates_of)
         )
 
 
@@ -57,9 +63,15 @@ def race(
     seed: int,
     jitter: float = 0.03,
     pythonpath: Optional[str] = None,
+    existing: bool = False,
+    same_report: bool = False,
 ) -> RaceOutcome:
     """Run one trial and read back what the repository holds afterwards."""
-    report = write_report(tmp / f"rep-{filers}-{seed}", [flaky(TEST_ID)])
+    base = tmp / f"rep-{filers}-{seed}-{int(existing)}{int(same_report)}"
+    reports = [
+        write_report(base / f"job-{i}", [flaky(TEST_ID)], uid=f"s{seed}-job{i}")
+        for i in range(1 if same_report else filers)
+    ]
     rng = random.Random(seed)
     listed = threading.Barrier(filers, timeout=120)
     lock = threading.Lock()
@@ -74,7 +86,6 @@ def race(
             time.sleep(pause)
 
     with GitHubEmulator(validate=False) as emu:
-        emu.before = hold
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")},
             "GITHUB_API_URL": emu.url,
@@ -84,22 +95,55 @@ def race(
         }
         if pythonpath:
             env["PYTHONPATH"] = pythonpath
+        before = 0
+        if existing:  # an earlier run opened the issue
+            earlier = write_report(base / "earlier", [flaky(TEST_ID)], uid=f"s{seed}-earlier")
+            subprocess.run(_command(earlier), env=env, check=True, capture_output=True)
+            before = 1
+        logged = len(emu.log)
+        emu.before = hold
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "flakewarden", "issues", "--report-dir", str(report)],
+                _command(reports[i % len(reports)]),
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
             )
-            for _ in range(filers)
+            for i in range(filers)
         ]
         results = [p.communicate(timeout=300) for p in procs]
         emu.before = None
-        return _outcome(emu, filers, [p.returncode for p in procs], [e for _, e in results])
+        expected = before + len(reports)
+        return _outcome(
+            emu,
+            filers,
+            expected,
+            [p.returncode for p in procs],
+            [e for _, e in results],
+            len(emu.log) - logged,
+        )
 
 
-def _outcome(emu: GitHubEmulator, filers: int, codes: list[int], stderr: list[str]) -> RaceOutcome:
+def _command(report: Path) -> list[str]:
+    return [sys.executable, "-m", "flakewarden", "issues", "--report-dir", str(report)]
+
+
+def recount(emu: GitHubEmulator, issue: dict[str, Any]) -> int:
+    """The hits an issue's records hold, counted as flakewarden counts them."""
+    marker = read_marker(issue["body"]) or {}
+    flake = FlakeIssue.from_api(issue, marker)
+    return Checkpoint.of(marker).hits(records_of(flake, emu.comments.get(issue["number"], [])))
+
+
+def _outcome(
+    emu: GitHubEmulator,
+    filers: int,
+    expected: int,
+    codes: list[int],
+    stderr: list[str],
+    requests: int,
+) -> RaceOutcome:
     mine: list[dict[str, Any]] = [
         i for i in emu.issues.values() if (read_marker(i["body"]) or {}).get("id") == TEST_ID
     ]
@@ -113,11 +157,13 @@ def _outcome(emu: GitHubEmulator, filers: int, codes: list[int], stderr: list[st
     )
     return RaceOutcome(
         filers=filers,
+        expected=expected,
         exit_codes=codes,
         open_numbers=[i["number"] for i in open_issues],
         hits=int(marker["hits"]) if marker else -1,
-        merged=list(marker.get("merged", [])) if marker else [],
-        closed_duplicates=[i["number"] for i in closed],
+        recounted=recount(emu, open_issues[0]) if len(open_issues) == 1 else -1,
+        duplicates_of=[(read_marker(i["body"]) or {}).get("duplicate_of") for i in closed],
         claims=claims,
+        requests=requests,
         stderr=stderr,
     )

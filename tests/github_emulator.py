@@ -410,6 +410,13 @@ class GitHubEmulator(ActionsState):
             label = self.add_label(name)
         return copy.deepcopy(label)
 
+    def add_comment(self, number: int, body: str) -> dict[str, Any]:
+        """Add a comment to issue ``number`` as a POST would; the stored comment itself."""
+        with self._lock:
+            status, _, _ = self._create_comment(number, {"body": body})
+            assert status == 201, status
+            return self.comments[number][-1]
+
     def requests_for(self, method: str = "*", path: str = "") -> list[LoggedRequest]:
         return [
             r for r in self.log if method in ("*", r.method) and re.search(path, r.path) is not None
@@ -487,9 +494,11 @@ class GitHubEmulator(ActionsState):
         if write and token in self.read_only_tokens:
             return _error(403, "Resource not accessible by integration")
         repo_path = f"/repos/{self.owner}/{self.repo}"
-        if path == f"/repositories/{self.repo_id}/issues":
-            path = repo_path + "/issues"
-        elif path.startswith(f"/repositories/{self.repo_id}/actions/"):
+        if (
+            path == f"/repositories/{self.repo_id}/issues"
+            or re.fullmatch(rf"/repositories/{self.repo_id}/issues/\d+/comments", path)
+            or path.startswith(f"/repositories/{self.repo_id}/actions/")
+        ):
             path = repo_path + path[len(f"/repositories/{self.repo_id}") :]
         if not path.startswith(repo_path + "/"):
             return _error(404, "Not Found")
@@ -553,8 +562,11 @@ class GitHubEmulator(ActionsState):
                 if number not in self.issues:
                     return _error(404, "Not Found")
                 if method == "GET":
-                    return 200, {}, copy.deepcopy(self.comments[number])
+                    return self._list_comments(number, raw_query, query)
                 return self._create_comment(number, body)
+            m = re.fullmatch(r"/issues/comments/(\d+)", rest)
+            if m and method in ("GET", "PATCH", "DELETE"):
+                return self._comment(method, int(m.group(1)), body)
             if rest == "/labels" and method == "GET":
                 return 200, {}, [copy.deepcopy(lb) for lb in self.labels.values()]
             if rest == "/labels" and method == "POST":
@@ -585,6 +597,26 @@ class GitHubEmulator(ActionsState):
         ]
         key = "updated_at" if arg("sort", "created") == "updated" else "created_at"
         items.sort(key=lambda i: (i[key], i["number"]), reverse=arg("direction", "desc") == "desc")
+        return self._paged(items, raw_query, page, per_page, "issues")
+
+    def _list_comments(
+        self, number: int, raw_query: str, query: dict[str, list[str]]
+    ) -> tuple[int, dict[str, str], Any]:
+        """An issue's comments, oldest first; ``since`` filters on ``updated_at``, as GitHub."""
+        since = query.get("since", [""])[-1]
+        per_page = min(100, max(1, int(query.get("per_page", ["30"])[-1])))
+        page = max(1, int(query.get("page", ["1"])[-1]))
+        items = [
+            c
+            for c in self.comments[number]
+            if not since or _parse_iso(c["updated_at"]) >= _parse_iso(since)
+        ]
+        return self._paged(items, raw_query, page, per_page, f"issues/{number}/comments")
+
+    def _paged(
+        self, items: list[dict[str, Any]], raw_query: str, page: int, per_page: int, path: str
+    ) -> tuple[int, dict[str, str], Any]:
+        """One page of ``items`` with the ``link`` header api.github.com sends."""
         last = max(1, -(-len(items) // per_page))
         chunk = items[(page - 1) * per_page : page * per_page]
         pairs = [
@@ -595,7 +627,7 @@ class GitHubEmulator(ActionsState):
 
         def link(n: int) -> str:
             q = urllib.parse.urlencode([*pairs, ("page", str(n))])
-            return f"<{self.url}/repositories/{self.repo_id}/issues?{q}>"
+            return f"<{self.url}/repositories/{self.repo_id}/{path}?{q}>"
 
         links = []
         if page > 1:
@@ -693,6 +725,28 @@ class GitHubEmulator(ActionsState):
         issue["comments"] += 1
         issue["updated_at"] = now
         return 201, {"location": comment["url"]}, copy.deepcopy(comment)
+
+    def _comment(self, method: str, cid: int, body: Any) -> tuple[int, dict[str, str], Any]:
+        """Read, edit or delete one issue comment by its id."""
+        for number, comments in self.comments.items():
+            for position, comment in enumerate(comments):
+                if comment["id"] != cid:
+                    continue
+                if method == "GET":
+                    return 200, {}, copy.deepcopy(comment)
+                if method == "DELETE":
+                    del comments[position]
+                    self.issues[number]["comments"] -= 1
+                    return 204, {}, None
+                if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+                    return _validation_error("IssueComment", "body", "missing_field")
+                too_long = self._too_long("IssueComment", body)
+                if too_long:
+                    return too_long
+                comment["body"] = body["body"]
+                comment["updated_at"] = _iso(self.clock())
+                return 200, {}, copy.deepcopy(comment)
+        return _error(404, "Not Found")
 
     def _create_label(self, body: Any) -> tuple[int, dict[str, str], Any]:
         if not isinstance(body, dict) or not body.get("name"):

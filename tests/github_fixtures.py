@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from github_emulator import GitHubEmulator
 
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.flake_issues import LABEL, title_for
+from flakewarden.github.flake_records import LABEL, title_for
 from flakewarden.github.marker import format_marker, read_marker
 from flakewarden.model import Attempt, AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult
 
@@ -98,7 +99,9 @@ def passed(test_id: str) -> TestResult:
     )
 
 
-def write_report(directory: Path, tests: list[TestResult]) -> Path:
+def write_report(directory: Path, tests: list[TestResult], uid: Optional[str] = None) -> Path:
+    """A ``report.json`` of ``tests``, a run of its own as ``flakewarden run`` writes one;
+    ``uid`` names the run (``""``: a report older than run ids)."""
     report = RunReport(
         command=["python", "-m", "pytest"],
         rootdir=str(directory),
@@ -110,6 +113,7 @@ def write_report(directory: Path, tests: list[TestResult]) -> Path:
         finished_at="2024-05-01T12:01:00Z",
         duration=60.0,
         version="0.1.0",
+        uid=os.urandom(16).hex() if uid is None else uid,
     )
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "report.json").write_text(json.dumps(report.to_json()), encoding="utf-8")

@@ -924,6 +924,7 @@ def test_marketplace_metadata_inputs_and_outputs() -> None:
         "github-token",
         "python",
         "file-issues",
+        "comment",
         "job-name",
         "shard",
         "shard-durations",
@@ -1030,6 +1031,35 @@ def test_flake_issues_follow_the_input(
         assert run.step("issues").returncode == 0
         [(name, _, _)] = parse_commands(run.step("issues").stdout)
         assert name == "warning"
+
+
+def test_the_pull_request_comment_is_opt_in_and_edited_in_place(runner: Runner) -> None:
+    from github_emulator import GitHubEmulator
+
+    project = make_project(runner.workspace)
+    runner.event_name = "pull_request"
+    assert runner.run({"working-directory": "project"}).step("comment").condition is False
+    with GitHubEmulator() as github:
+        pr = github.add_issue("A change", "")
+        pr["pull_request"] = {"url": f"https://api.github.com/repos/{github.full_name}/pulls/1"}
+        emulator_env(runner, github.url, github.full_name, "47")
+        runner.extra_env["GITHUB_REF"] = f"refs/pull/{pr['number']}/merge"
+        given = {"working-directory": "project", "github-token": github.token, "comment": "true"}
+        for push, run_id in (("created", "47"), ("updated", "48"), ("up to date", "48")):
+            for marker in (project / "tests").glob(".failed-once-*"):
+                marker.unlink()  # each push flakes again
+            runner.extra_env["GITHUB_RUN_ID"] = run_id
+            run = runner.run(given)
+            step = run.step("comment")
+            assert step.condition is True and step.returncode == 0, step.stdout + step.stderr
+            said = step.stdout.replace("the comment is up to date", "up to date the comment")
+            assert f"{push} the comment on pull request #{pr['number']}" in said
+        comments = github.comments[pr["number"]]
+        assert len(comments) == 1 and github.schema_errors == []
+    body = comments[0]["body"]
+    assert "### flakewarden: 0 failed, 2 flaky of 3 tests" in body
+    assert "`tests/test_flaky.py::test_sometimes`" in body and "/actions/runs/48" in body
+    assert run.step("run").env.get("GITHUB_TOKEN") is None
 
 
 def test_no_flake_issues_step_when_nothing_was_flaky(runner: Runner) -> None:

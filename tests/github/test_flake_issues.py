@@ -25,8 +25,16 @@ from github_fixtures import (
 
 from flakewarden.cli import main
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.flake_issues import LABEL, RunContext, file_flakes
-from flakewarden.github.marker import format_marker, read_marker, replace_marker, update_marker
+from flakewarden.github.flake_issues import file_flakes
+from flakewarden.github.flake_records import LABEL, RunContext
+from flakewarden.github.hit_ledger import SETTLED, iso, record_keys
+from flakewarden.github.marker import (
+    format_marker,
+    parse_time,
+    read_marker,
+    replace_marker,
+    update_marker,
+)
 
 REPO = "octo-org/octo-repo"
 T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
@@ -103,11 +111,16 @@ def test_first_flake_creates_an_issue_with_label_marker_and_run_link(
     assert [lb["name"] for lb in issue["labels"]] == [LABEL]
     assert emulator.labels[LABEL]["color"] == "d93f0b"  # created by us, not implicitly
     body = issue["body"]
-    assert read_marker(body) == {
+    marker = read_marker(body)
+    assert marker is not None
+    # The run that opened it is its first record; the checkpoint counts from the start.
+    assert re.fullmatch(r"local-[0-9a-f]{24}", marker.pop("origin"))
+    assert marker == {
         "id": "tests/test_x.py::test_a",
         "hits": 1,
         "first": "2024-05-01T12:00:00Z",
         "last": "2024-05-01T12:00:00Z",
+        "ledger": {"before": None, "count": 0, "edge": []},
     }
     assert "https://github.com/octo-org/octo-repo/actions/runs/4242" in body
     assert "| 1 | failed | call |" in body and "| 2 | passed |" in body
@@ -128,14 +141,22 @@ def test_recurrence_comments_and_bumps_only_the_marker(emulator: GitHubEmulator)
     assert [(f.action, f.number, f.hits) for f in result.filed] == [("recurred", 1, 2)]
     after = emulator.issues[1]["body"]
     assert after.splitlines()[1:] == before.splitlines()[1:]  # everything but the marker kept
+    (comment,) = emulator.comments[1]
+    origin = read_marker(before)["origin"]
+    recorded = record_keys(comment["body"])
+    assert len(recorded) == 1 and origin not in recorded  # this run's key, once
+    posted = parse_time(comment["created_at"])
+    assert posted is not None
     assert read_marker(after) == {
         "id": "tests/test_x.py::test_a",
         "hits": 2,
         "first": "2024-05-01T12:00:00Z",
         "last": "2024-05-08T09:30:00Z",
+        "origin": origin,
+        # Moved to ten minutes before this run's record: both records are younger.
+        "ledger": {"before": iso(posted - SETTLED), "count": 0, "edge": []},
         **extra,
     }
-    (comment,) = emulator.comments[1]
     assert "https://github.com/octo-org/octo-repo/actions/runs/5555/attempts/2" in comment["body"]
     assert "`feature/x`" in comment["body"]
     assert len(emulator.issues) == 1
@@ -271,7 +292,12 @@ def test_duplicate_created_elsewhere_after_our_listing_is_merged(emulator: GitHu
     result = _file(emulator, [flaky(tid)])
     assert [(f.action, f.number, f.hits) for f in result.filed] == [("merged", 1, 2)]
     assert emulator.issues[2]["state"] == "closed"
-    assert read_marker(emulator.issues[1]["body"])["merged"] == [2]
+    ours = read_marker(emulator.issues[2]["body"])
+    assert ours["duplicate_of"] == 1
+    # Our run's hit is recorded on the winner under our issue's origin, then counted there.
+    (moved,) = emulator.comments[1]
+    assert record_keys(moved["body"]) == {ours["origin"]: 1}
+    assert read_marker(emulator.issues[1]["body"])["hits"] == 2
 
 
 def test_leftover_duplicates_are_merged_once_on_recurrence(emulator: GitHubEmulator) -> None:

@@ -17,7 +17,7 @@ from github_fixtures import checked_emulator, emulator_env, flaky, write_report
 
 from flakewarden.cli import main
 from flakewarden.github.api import BODY_LIMIT
-from flakewarden.github.flake_issues import LABEL
+from flakewarden.github.flake_records import LABEL
 from flakewarden.github.marker import PREFIX, SUFFIX, format_marker, read_marker
 
 TAMPERED = "tests/a.py::test_tampered"

@@ -27,7 +27,8 @@ from github_fixtures import issue_labels as _labels
 from github_fixtures import issue_marker as _marker
 
 from flakewarden.cli import main
-from flakewarden.github.flake_issues import LABEL, iso, title_for
+from flakewarden.github.flake_records import LABEL, iso, title_for
+from flakewarden.github.hit_ledger import record_keys
 from flakewarden.github.known_races import parse_race_patterns, race_entry, race_entry_for
 from flakewarden.github.marker import format_marker, id_fields
 from flakewarden.github.quarantine import ESCALATED
@@ -452,7 +453,11 @@ def test_issues_counts_quarantined_runs_passes_included(
     flaked_marker = _marker(emulator, flaked)
     assert flaked_marker["recent"] == "p" * 199 + "f"  # a bounded window
     assert (flaked_marker["runs"], flaked_marker["failures"], flaked_marker["hits"]) == (201, 1, 5)
-    assert all(_comments(emulator, n) == [] for n in (ok, bad, flaked))
+    assert all(_comments(emulator, n) == [] for n in (ok, bad))
+    # The flake is a hit, recorded in one line that names this run.
+    (recorded,) = _comments(emulator, flaked)
+    assert recorded.startswith("Flaked again while quarantined, in ")
+    assert len(record_keys(recorded)) == 1
     # The flaky test that is not quarantined gets its issue, nothing else does.
     assert [i["title"] for i in emulator.open_issues(LABEL)][-1] == "flake: t.py::new"
     assert len(emulator.open_issues(LABEL)) == 4

@@ -18,7 +18,7 @@ from github_fixtures import issue_marker as _marker
 from history_builders import ingest, report
 
 from flakewarden.cli import main
-from flakewarden.github.flake_issues import LABEL, iso, title_for
+from flakewarden.github.flake_records import LABEL, iso, title_for
 from flakewarden.github.marker import format_marker, id_fields
 from flakewarden.github.quarantine_set import QUARANTINED
 

@@ -77,3 +77,40 @@ def test_report_json_round_trips_and_is_one_test_per_line() -> None:
     assert json.loads(text) == report.to_json()
     test_lines = [line for line in text.splitlines() if line.strip().startswith('{"id"')]
     assert len(test_lines) == 3
+
+
+def _plain(**fields: object) -> RunReport:
+    return RunReport(
+        command=["pytest"],
+        rootdir="/r",
+        tests=[],
+        attempts=[],
+        order=[],
+        exit_code=0,
+        started_at="2026-01-01T00:00:00+00:00",
+        finished_at="2026-01-01T00:00:01+00:00",
+        duration=1.0,
+        version="0",
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def test_the_evidence_key_names_the_run_that_produced_a_result() -> None:
+    merged = _plain(uid="m-1", origins={"t.py::flaky": "shard-2"})
+    assert merged.evidence_key("t.py::flaky") == "shard-2"  # the shard that ran it
+    assert merged.evidence_key("t.py::other") == "m-1"
+    back = RunReport.from_json(json.loads(report_json(merged.to_json())))
+    assert (back.uid, back.origins) == ("m-1", {"t.py::flaky": "shard-2"})
+    # A report from before run ids: its coordinates stand for the run, the same every time.
+    old, other = _plain(), _plain(shard="2/3")
+    assert old.evidence_key("x") == _plain().evidence_key("y")
+    assert old.evidence_key("x") != other.evidence_key("x")
+    assert old.evidence_key("x").startswith("r-") and len(old.evidence_key("x")) == 34
+
+
+@pytest.mark.parametrize("origins", [["a"], "a", 7, {"t.py::x": 3}, {"t.py::x": ""}])
+def test_origins_that_are_not_strings_by_test_read_as_none(origins: object) -> None:
+    data = _plain(uid="u").to_json()
+    data["origins"] = origins
+    report = RunReport.from_json(data)
+    assert report.origins == {} and report.evidence_key("t.py::x") == "u"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -112,9 +113,22 @@ def test_merged_shards_equal_the_unsharded_run(project: Project) -> None:
     # Coverage combined across shards: every function but never_called, as unsharded.
     assert merged["coverage"]["percent"] == whole.report["coverage"]["percent"]
     split = shard_of(ids, 3, {})
+    uids = []
     for k, directory in enumerate(dirs):
         shard = json.loads((directory / "report.json").read_text(encoding="utf-8"))
         assert {t["id"] for t in shard["tests"]} == {i for i in ids if split[i] == k}
+        assert re.fullmatch(r"[0-9a-f]{32}", shard["uid"])
+        uids.append(shard["uid"])
+        # Each test that went wrong is the hit of the shard run that ran it.
+        wrong = [t["id"] for t in shard["tests"] if t["outcome"] in ("flaky", "failed")]
+        assert all(merged["origins"][i] == shard["uid"] for i in wrong)
+    assert sorted(merged["origins"]) == sorted(["tests/test_flaky.py::test_flaky", BROKEN])
+    assert len(set(uids)) == 3 and merged["uid"] not in uids and whole.report["uid"] not in uids
+    # Merging the same shards again (a re-run merge job) names the same run: no hit twice.
+    again = _merge(project.root, *map(str, dirs), "--report-dir", "again", "--expect", "3")
+    assert again.returncode == 1, again.stdout + again.stderr
+    twice = json.loads((project.root / "again" / "report.json").read_text(encoding="utf-8"))
+    assert (twice["uid"], twice["origins"]) == (merged["uid"], merged["origins"])
     assert merged["merged_from"] == [f"shard {k}/3 (s{k})" for k in (1, 2, 3)]
     rerun = (project.root / "merged" / "rerun-report.txt").read_text(encoding="utf-8")
     unsharded = (whole.report_dir / "rerun-report.txt").read_text(encoding="utf-8")

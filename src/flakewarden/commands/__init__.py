@@ -19,6 +19,7 @@ COMMANDS: tuple[str, ...] = (
     "publish",
     "merge",
     "issues",
+    "comment",
     "digest",
     "stress",
     "quarantine",

@@ -10,6 +10,7 @@ at most that long.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import sys
 from pathlib import Path
@@ -20,7 +21,10 @@ from flakewarden.config import load as load_config
 from flakewarden.console import one_line, plural
 from flakewarden.errors import GitHubError
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.flake_issues import FilingResult, RunContext, file_flakes
+from flakewarden.github.flake_issues import file_flakes
+from flakewarden.github.flake_records import FilingResult, RunContext, iso
+from flakewarden.github.hit_ledger import Evidence
+from flakewarden.github.marker import parse_time
 from flakewarden.github.quarantine_count import count_quarantined
 from flakewarden.model import ExitCode, Outcome, RunReport
 from flakewarden.reports.report_dir import written_in_this_job
@@ -53,6 +57,21 @@ def register(subparsers: Any) -> None:
 
 def load_report(report_dir: str) -> RunReport:
     return read_report(Path(report_dir) / REPORT_JSON)
+
+
+def evidence_of(report: RunReport) -> dict[str, Evidence]:
+    """The run each flaky test of ``report`` was seen in, for its issue's hit record.
+
+    No record of a run can predate its start; an hour's slack covers a runner's clock.
+    """
+    started = parse_time(report.started_at)
+    floor = started - dt.timedelta(hours=1) if started else None
+    not_before = iso(floor) if floor else ""
+    return {
+        t.id: Evidence(report.evidence_key(t.id), not_before)
+        for t in report.tests
+        if t.outcome is Outcome.FLAKY
+    }
 
 
 def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
@@ -92,12 +111,15 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         warn(f"flake issues not filed for {plural(len(flaky), 'flaky test')}: {exc}")
         return int(ExitCode.OK)
     try:
-        counting = count_quarantined(client, repository, report.tests)
+        seen = evidence_of(report)
+        counting = count_quarantined(client, repository, report.tests, evidence=seen)
         rest = [t for t in flaky if t.id not in counting.counted | counting.skipped]
         if counting.stopped:
             result = FilingResult(errors=counting.errors, not_filed=[t.id for t in rest])
+        elif rest:
+            result = file_flakes(client, repository, rest, ctx, evidence=seen)
         else:
-            result = file_flakes(client, repository, rest, ctx) if rest else FilingResult()
+            result = FilingResult()
             result.errors[:0] = counting.errors
     except Exception as exc:  # fail-open: bookkeeping never turns a build red
         warn(
@@ -117,6 +139,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
             "recurred": "recurred in",
             "reopened": "reopened (the fix did not hold)",
             "merged": "merged into",
+            "counted": "already counted this run in",
         }[filed.action]
         sys.stdout.write(
             f"flakewarden: {one_line(filed.test_id)}: {what} #{filed.number} "

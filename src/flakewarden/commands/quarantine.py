@@ -114,7 +114,8 @@ def run_quarantine(args: argparse.Namespace) -> int:
     sys.stdout.write(_evidence_line(args, history.window if history else ""))
     from flakewarden.github import quarantine as q
     from flakewarden.github.api import GitHubClient
-    from flakewarden.github.flake_issues import FlakeTracker, RunContext
+    from flakewarden.github.flake_records import RunContext
+    from flakewarden.github.flake_tracker import FlakeTracker
     from flakewarden.github.known_races import read_race_patterns
     from flakewarden.github.quarantine_set import QUARANTINED
 
@@ -167,7 +168,8 @@ def run_release(args: argparse.Namespace) -> int:
     repository = _repository(args)
     from flakewarden.github import quarantine as q
     from flakewarden.github.api import GitHubClient
-    from flakewarden.github.flake_issues import FlakeTracker, RunContext
+    from flakewarden.github.flake_records import RunContext
+    from flakewarden.github.flake_tracker import FlakeTracker
 
     client = GitHubClient.from_env(args.token)
     try:
@@ -197,7 +199,8 @@ def run_reevaluate(args: argparse.Namespace, client: Optional[Any] = None) -> in
     sys.stdout.write(_evidence_line(args, window))
     from flakewarden.github import quarantine as q
     from flakewarden.github.api import GitHubClient
-    from flakewarden.github.flake_issues import FlakeTracker, RunContext
+    from flakewarden.github.flake_records import RunContext
+    from flakewarden.github.flake_tracker import FlakeTracker
 
     client = client or GitHubClient.from_env(args.token)
     try:

@@ -13,7 +13,8 @@ from flakewarden.commands.github_options import add_github_options, warn
 from flakewarden.console import one_line
 from flakewarden.errors import GitHubError, ReportMissing, UsageError
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.flake_issues import FlakeTracker, RunContext
+from flakewarden.github.flake_records import RunContext
+from flakewarden.github.flake_tracker import FlakeTracker
 from flakewarden.model import ExitCode
 from flakewarden.runner.process import Interrupted
 from flakewarden.stress.engine import Stress, StressOptions

@@ -24,8 +24,9 @@ from flakewarden.github import markdown as md
 from flakewarden.github.api import BODY_LIMIT, GitHubClient
 from flakewarden.github.digest_history import HistoryDigest
 from flakewarden.github.digest_history import render as history_render
-from flakewarden.github.flake_issues import LABEL as FLAKY_LABEL
-from flakewarden.github.flake_issues import TITLE_PREFIX, ensure_label, iso
+from flakewarden.github.flake_records import LABEL as FLAKY_LABEL
+from flakewarden.github.flake_records import TITLE_PREFIX, iso
+from flakewarden.github.flake_tracker import ensure_label
 from flakewarden.github.marker import hits_of, key_of, scan
 
 LABEL = "flake-digest"

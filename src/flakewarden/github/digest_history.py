@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional
 
 from flakewarden.github import markdown as md
-from flakewarden.github.flake_issues import iso
+from flakewarden.github.flake_records import iso
 from flakewarden.model import id_key
 from flakewarden.model.scores import TestScore
 

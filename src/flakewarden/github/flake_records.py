@@ -98,6 +98,8 @@ class FlakeIssue:
     html_url: str
     marker: dict[str, Any]
     problem: str = ""  # what is wrong with the marker; such an issue is never rewritten
+    created_at: str = ""
+    author: str = ""  # the login that opened it: the filer, whose hit records count
 
     @classmethod
     def from_api(
@@ -111,7 +113,13 @@ class FlakeIssue:
             html_url=str(data.get("html_url") or ""),
             marker=marker,
             problem=problem,
+            created_at=str(data.get("created_at") or ""),
+            author=_login(data.get("user")),
         )
+
+
+def _login(user: Any) -> str:
+    return str(user.get("login") or "") if isinstance(user, Mapping) else ""
 
 
 class MalformedMarker(GitHubError):

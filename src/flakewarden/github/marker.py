@@ -18,6 +18,7 @@ shown clipped, so the marker always fits in an issue body.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import re
 from typing import Any, Optional
@@ -33,6 +34,8 @@ HITS_MAX = 10**9
 ID_LIMIT = LONG_ID_LIMIT
 ID_SHOWN = 200
 _COUNTS = ("hits", "runs", "failures")
+# An evidence key (``hit_ledger``): a run's id, written by flakewarden.
+_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,99}")
 
 
 def format_marker(data: dict[str, Any]) -> str:
@@ -105,6 +108,42 @@ def problem(data: dict[str, Any]) -> str:
         isinstance(duplicate_of, bool) or not isinstance(duplicate_of, int) or duplicate_of < 1
     ):
         return f"duplicate_of: {_show(duplicate_of)}"
+    if "origin" in data and not valid_key(data["origin"]):
+        return f"origin: {_show(data['origin'])}"
+    return _ledger_problem(data.get("ledger"))
+
+
+def valid_key(key: Any) -> bool:
+    """True for an evidence key flakewarden could have written."""
+    return isinstance(key, str) and _KEY.fullmatch(key) is not None
+
+
+def parse_time(text: Any) -> Optional[dt.datetime]:
+    """An ISO 8601 time as GitHub writes it (UTC when no zone is given), or ``None``."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
+def _ledger_problem(ledger: Any) -> str:
+    """What is wrong with a marker's ``ledger`` (``""``: nothing, or no ledger)."""
+    if ledger is None:
+        return ""
+    if not isinstance(ledger, dict):
+        return f"ledger: {_show(ledger)}"
+    count = ledger.get("count")
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= HITS_MAX:
+        return f"ledger count: {_show(count)}"
+    before = ledger.get("before")
+    if before is not None and parse_time(before) is None:
+        return f"ledger before: {_show(before)}"
+    edge = ledger.get("edge")
+    if edge is not None and not (isinstance(edge, list) and all(valid_key(k) for k in edge)):
+        return f"ledger edge: {_show(edge)}"
     return ""
 
 

@@ -25,7 +25,8 @@ from flakewarden.config import QuarantinePolicy
 from flakewarden.errors import FlakewardenError
 from flakewarden.github import gha
 from flakewarden.github import markdown as md
-from flakewarden.github.flake_issues import FlakeIssue, FlakeTracker, RunContext, iso
+from flakewarden.github.flake_records import FlakeIssue, RunContext, iso
+from flakewarden.github.flake_tracker import FlakeTracker
 from flakewarden.github.marker import key_of, read_marker
 from flakewarden.github.quarantine_policy import (
     Evidence,

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterable
-from typing import Optional
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
 
 from flakewarden.errors import GitHubError
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.flake_issues import FlakeTracker, MalformedMarker, is_final, iso
-from flakewarden.github.marker import hits_of, key_for, key_of
+from flakewarden.github.flake_records import MalformedMarker, RunContext, iso
+from flakewarden.github.flake_tracker import FlakeTracker, is_final
+from flakewarden.github.hit_ledger import Evidence, record
+from flakewarden.github.marker import key_for, key_of
 from flakewarden.github.quarantine_policy import count_outcome
 from flakewarden.github.quarantine_set import quarantined_issues
 from flakewarden.model import Outcome, TestResult
@@ -33,18 +36,21 @@ def count_quarantined(
     repository: str,
     tests: Iterable[TestResult],
     now: Optional[dt.datetime] = None,
+    evidence: Optional[Mapping[str, Evidence]] = None,
 ) -> QuarantineCount:
     """Count this run of every quarantined test in its marker, passes included.
 
     Release is decided from these counts (``runs``, ``failures``, ``recent``), so a
-    pass is data too. A quarantined test that flaked bumps ``hits`` and ``last``
-    but gets no comment: its issue already says it flakes. The caller files
+    pass is data too. A quarantined test that flaked records its hit (``hit_ledger``)
+    in a one-line comment: its issue already says how it flakes. The caller files
     issues for the flaky tests neither ``counted`` nor ``skipped`` here; never
     raises ``GitHubError``.
     """
     now = now or dt.datetime.now(dt.timezone.utc)
     tracker = FlakeTracker(client, repository)
     result = QuarantineCount()
+    ctx = RunContext.from_env()
+    alone = Evidence("local-" + os.urandom(12).hex(), iso(now - dt.timedelta(minutes=1)))
     try:
         listed = quarantined_issues(tracker)
     except GitHubError as exc:
@@ -60,11 +66,26 @@ def count_quarantined(
             fresh = tracker.get(issue.number)
             if fresh.problem:
                 raise MalformedMarker(issue.number, fresh.problem)
-            marker = {**issue.marker, **fresh.marker}
-            count_outcome(marker, failed=test.outcome is not Outcome.PASSED)
+            failed = test.outcome is not Outcome.PASSED
+
+            def counted(marker: dict[str, Any], failed: bool = failed) -> None:
+                count_outcome(marker, failed)
+                marker["last"] = iso(now)
+
             if test.outcome is Outcome.FLAKY:
-                marker.update(hits=hits_of(marker) + 1, last=iso(now))
-            tracker.update(fresh, marker)
+                seen = (evidence or {}).get(test.id, alone)
+                record(
+                    tracker,
+                    fresh,
+                    {seen.key: 1},
+                    lambda _hits: f"Flaked again while quarantined, in {ctx.describe()}.\n",
+                    seen.not_before,
+                    counted,
+                )
+            else:
+                marker = {**issue.marker, **fresh.marker}
+                count_outcome(marker, failed)
+                tracker.update(fresh, marker)
         except MalformedMarker as exc:
             result.errors.append(str(exc))
             result.skipped.add(test.id)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.flake_issues import LABEL, FlakeIssue, FlakeTracker
+from flakewarden.github.flake_records import LABEL, FlakeIssue
+from flakewarden.github.flake_tracker import FlakeTracker
 from flakewarden.github.marker import key_of, read_marker
 
 QUARANTINED = "quarantined"

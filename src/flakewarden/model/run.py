@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import hashlib
 from typing import Any, Optional
 
 from flakewarden.model.attempts import Attempt
@@ -51,6 +52,10 @@ class RunReport:
     context: Optional[RunContext] = None  # where it ran; None in older reports
     shard: Optional[str] = None  # "K/N" when the run was one shard of the suite
     merged_from: list[str] = dataclasses.field(default_factory=list)  # the shards merged
+    # What names this run's evidence: a fresh random id per `flakewarden run`, a digest of
+    # the shards' ids for a merge. Publishing one report twice gives the same keys.
+    uid: str = ""
+    origins: dict[str, str] = dataclasses.field(default_factory=dict)  # test id -> shard's uid
 
     @property
     def totals(self) -> Totals:
@@ -59,6 +64,25 @@ class RunReport:
             tests=len(self.tests),
             **{outcome.value: counts[outcome] for outcome in Outcome},
         )
+
+    def evidence_key(self, test_id: str) -> str:
+        """The key of the run that produced ``test_id``'s result (the shard's, in a merge).
+
+        A flake issue counts one hit per key, so a report published again (a re-run
+        merge job, a retried step) is not counted twice.
+        """
+        if test_id in self.origins:
+            return self.origins[test_id]
+        if self.uid:
+            return self.uid
+        # A report older than ``uid``: the run's coordinates and start time stand for it.
+        ctx = self.context
+        coordinates = [self.started_at, self.rootdir, self.shard or ""]
+        if ctx is not None:
+            coordinates += [ctx.repository, str(ctx.run_id), str(ctx.run_attempt), ctx.job]
+            coordinates.append(ctx.job_name)
+        digest = hashlib.sha256("\0".join(coordinates).encode("utf-8", "replace"))
+        return "r-" + digest.hexdigest()[:32]
 
     def with_outcome(self, *outcomes: Outcome) -> list[TestResult]:
         return [t for t in self.tests if t.outcome in outcomes]
@@ -88,6 +112,8 @@ class RunReport:
             "context": None if self.context is None else self.context.to_json(),
             "shard": self.shard,
             "merged_from": self.merged_from,
+            "uid": self.uid,
+            "origins": self.origins,
             "totals": self.totals.to_json(),
             "coverage": None if self.coverage is None else self.coverage.to_json(),
             "attempts": [a.to_json() for a in self.attempts],
@@ -124,4 +150,13 @@ class RunReport:
             context=None if data.get("context") is None else RunContext.from_json(data["context"]),
             shard=None if data.get("shard") is None else str(data["shard"]),
             merged_from=[str(m) for m in data.get("merged_from", [])],
+            uid=str(data.get("uid") or ""),
+            origins=_origins(data.get("origins")),
         )
+
+
+def _origins(value: Any) -> dict[str, str]:
+    """``origins`` as written; anything but an object of strings reads as none."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, str) and v}

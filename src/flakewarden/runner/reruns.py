@@ -20,6 +20,7 @@ test waits for what is imported before the tests start, nothing else does.
 from __future__ import annotations
 
 import importlib
+import os
 import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, NamedTuple, Optional
@@ -155,6 +156,7 @@ def run_attempts(options: RunOptions, say: Say) -> Ran:
         reruns=options.reruns,
         quarantine_known=sorted(options.quarantined),
         shard=None if options.shard is None else f"{options.shard[0]}/{options.shard[1]}",
+        uid=os.urandom(16).hex(),
     )
     if measure and state.attempts:
         with timings.phase("coverage merge"):

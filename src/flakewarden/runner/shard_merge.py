@@ -11,13 +11,14 @@ a missing shard is a problem of the merged report and fails it.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, Optional
 
 from flakewarden import __version__
 from flakewarden.errors import ReportError, ReportMissing, UsageError
-from flakewarden.model import Attempt, ExitCode, RunReport, TestResult
+from flakewarden.model import Attempt, ExitCode, Outcome, RunReport, TestResult
 from flakewarden.reports.report_json import read_report
 
 #: The exit codes that say a shard's run itself went wrong, worst first.
@@ -158,6 +159,8 @@ def merge_reports(
         quarantine_known=sorted({i for s in shards for i in s.report.quarantine_known}),
         context=None if first.context is None else dataclasses.replace(first.context),
         merged_from=[_label(s) for s in shards],
+        uid=_merged_uid(shards),
+        origins=_origins(shards),
     )
     for shard in shards:
         merged.problems += [f"{_label(shard)}: {p}" for p in shard.report.problems]
@@ -165,6 +168,26 @@ def merge_reports(
     ended_with = min(broken, key=_BROKEN.index) if broken else None
     red = bool(problems) or any(_went_red_otherwise(s.report) for s in shards)
     return merged, ended_with, red
+
+
+def _merged_uid(shards: Sequence[Shard]) -> str:
+    """A digest of the shards' keys: merging the same shards again gives the same uid."""
+    keys = sorted(s.report.uid or s.report.evidence_key("") for s in shards)
+    return "m-" + hashlib.sha256("\n".join(keys).encode()).hexdigest()[:32]
+
+
+def _origins(shards: Sequence[Shard]) -> dict[str, str]:
+    """Which shard's run produced each test that went wrong: its hit is that run's.
+
+    A re-run merge job over the same shards counts no hit twice; a shard that ran
+    again counts its own flakes anew and no other shard's.
+    """
+    return {
+        test.id: shard.report.evidence_key(test.id)
+        for shard in shards
+        for test in shard.report.tests
+        if test.outcome is not Outcome.PASSED and test.outcome is not Outcome.SKIPPED
+    }
 
 
 def _label(shard: Shard) -> str:

@@ -1,0 +1,138 @@
+"""``flakewarden comment``: one pull-request comment, edited in place, with the run's
+flaky and failed tests.
+
+Opt-in (the action's ``comment: true``); needs ``pull-requests: write``. Fail-open
+like ``issues``: GitHub trouble is one warning and exit 0, within one deadline.
+Outside a pull request it says so and does nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from flakewarden.commands.argtypes import whole_number
+from flakewarden.commands.github_options import add_deadline_options, add_github_options
+from flakewarden.config import load as load_config
+from flakewarden.errors import GitHubError, UsageError
+from flakewarden.github import gha
+from flakewarden.github.api import GitHubClient
+from flakewarden.github.flake_records import RunContext
+from flakewarden.github.pr_comment import post
+from flakewarden.model import ExitCode, RunReport
+from flakewarden.reports.report_json import REPORT_JSON, read_report
+
+DEFAULT_REPORT_DIR = "flakewarden-report"
+_PULL_REF = re.compile(r"refs/pull/([0-9]{1,10})/(?:merge|head)")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "comment",
+        help="keep one pull-request comment with the run's flaky and failed tests",
+        description=(
+            "Create the pull request's flakewarden comment, or edit it in place: never a new "
+            "comment per push. A run with no flaky or failed tests edits an existing comment "
+            "and creates none. Never fails the build."
+        ),
+    )
+    add_github_options(parser, "repository of the pull request")
+    parser.add_argument(
+        "--report-dir",
+        default=DEFAULT_REPORT_DIR,
+        metavar="DIR",
+        help=f"where report.json is (default: {DEFAULT_REPORT_DIR})",
+    )
+    parser.add_argument(
+        "--pr",
+        type=whole_number(1),
+        default=None,
+        metavar="N",
+        help="the pull request (default: the one this workflow run is for)",
+    )
+    parser.add_argument(
+        "--name",
+        default="flakewarden",
+        help="which comment: one per name and pull request (default: flakewarden)",
+    )
+    add_deadline_options(
+        parser, "warning and exiting 0", "issues_deadline from the config file, else 60"
+    )
+    parser.set_defaults(handler=run)
+
+
+def pull_request_of(report: RunReport, env: Optional[dict[str, str]] = None) -> Optional[int]:
+    """The pull request this run is for: the report's, the ref's, or the event payload's."""
+    env = dict(os.environ) if env is None else env
+    if report.context is not None and report.context.pr_number:
+        return report.context.pr_number
+    pull = _PULL_REF.fullmatch(env.get("GITHUB_REF", ""))
+    if pull:
+        return int(pull.group(1))
+    path = env.get("GITHUB_EVENT_PATH")
+    if not path:
+        return None
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    pr = data.get("pull_request") if isinstance(data, dict) else None
+    found = pr.get("number") if isinstance(pr, dict) else None
+    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else None
+
+
+def _warn(message: str) -> None:
+    gha.warn(message, "flakewarden comment")
+
+
+def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
+    if not (args.name.strip() and args.name.isprintable() and len(args.name) <= 100):
+        raise UsageError("--name must be 1 to 100 printable characters, not only spaces")
+    report = read_report(Path(args.report_dir) / REPORT_JSON)
+    config = load_config(getattr(args, "config", None), Path.cwd())
+    deadline = getattr(args, "deadline", None) or config.issues_deadline
+    pr = args.pr or pull_request_of(report)
+    if pr is None:
+        sys.stdout.write("flakewarden: not a pull request run; no comment to keep\n")
+        return int(ExitCode.OK)
+    ctx = RunContext.from_env()
+    repository = args.repository or ctx.repository
+    if not repository or repository.count("/") != 1:
+        _warn(
+            "pull request comment not posted: no repository; set GITHUB_REPOSITORY or pass "
+            "--repository"
+        )
+        return int(ExitCode.OK)
+    ctx.repository = repository
+    try:
+        client = client or GitHubClient.from_env(args.token, deadline=deadline)
+    except GitHubError as exc:
+        _warn(f"pull request comment not posted: {exc}")
+        return int(ExitCode.OK)
+    try:
+        posted = post(client, repository, pr, report, ctx, args.name)
+    except GitHubError as exc:
+        _warn(f"pull request comment on #{pr} not posted: {exc}")
+        return int(ExitCode.OK)
+    except Exception as exc:  # fail-open: bookkeeping never turns a build red
+        _warn(
+            f"pull request comment not posted: unexpected {type(exc).__name__}: {exc}; "
+            "please report this to flakewarden"
+        )
+        return int(ExitCode.OK)
+    finally:
+        client.close()
+    what = {
+        "created": "created the comment on",
+        "updated": "updated the comment on",
+        "unchanged": "the comment is up to date on",
+        "skipped": "nothing to say, and no comment yet, on",
+    }[posted.action]
+    url = f" {posted.url}" if posted.url else ""
+    sys.stdout.write(f"flakewarden: {what} pull request #{pr}{url}\n")
+    return int(ExitCode.OK)

@@ -564,6 +564,10 @@ class GitHubEmulator(ActionsState):
                 if method == "GET":
                     return self._list_comments(number, raw_query, query)
                 return self._create_comment(number, body)
+            m = re.fullmatch(r"/pulls/(\d+)", rest)
+            if m and method == "GET":
+                pull = self.pulls.get(int(m.group(1)))
+                return (200, {}, copy.deepcopy(pull)) if pull else _error(404, "Not Found")
             m = re.fullmatch(r"/issues/comments/(\d+)", rest)
             if m and method in ("GET", "PATCH", "DELETE"):
                 return self._comment(method, int(m.group(1)), body)

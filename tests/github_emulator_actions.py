@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import http.server
 import io
+import json
 import threading
 import time
 import urllib.parse
@@ -118,6 +119,7 @@ class ActionsState:
         self.blob_log: list[dict[str, Any]] = []
         self.leaked_authorization: list[str] = []
         self._next_run_id = 700_000
+        self.pulls: dict[int, dict[str, Any]] = {}
         self._blob_server: Optional[http.server.ThreadingHTTPServer] = None
 
     # -- seeding ------------------------------------------------------------------
@@ -185,6 +187,36 @@ class ActionsState:
             self.workflow_runs[run_id] = run
             return run
 
+    def add_pull_request(
+        self, head_sha: str, head_owner: str = "fork-owner", state: str = "open"
+    ) -> dict[str, Any]:
+        """A pull request (its issue too, as on GitHub: they share a number) whose head is
+        ``head_sha`` on ``head_owner``'s fork; GitHub's own documented example, renumbered."""
+        from github_emulator import DATA
+
+        spec = json.loads((DATA / "openapi-excerpt.json").read_text(encoding="utf-8"))
+        operation = spec["paths"]["/repos/{owner}/{repo}/pulls/{pull_number}"]["get"]
+        example = operation["responses"]["200"]["content"]["application/json"]["examples"]
+        pull = copy.deepcopy(example["default"]["value"])
+        issue = self.add_issue(f"Pull request from {head_owner}", "the change")  # type: ignore[attr-defined]
+        number = int(issue["number"])
+        api = f"https://api.github.com/repos/{self.full_name}"
+        issue["pull_request"] = {"url": f"{api}/pulls/{number}"}
+        pull.update(
+            number=number,
+            state=state,
+            url=f"{api}/pulls/{number}",
+            html_url=f"https://github.com/{self.full_name}/pull/{number}",
+            issue_url=f"{api}/issues/{number}",
+        )
+        # GitHub's example lists a team without the "type" its own schema requires.
+        pull["requested_teams"] = []
+        pull["head"]["sha"] = head_sha
+        pull["head"]["label"] = f"{head_owner}:feature"
+        pull["head"]["user"]["login"] = head_owner
+        self.pulls[number] = pull
+        return pull
+
     def add_artifact(
         self,
         run_id: int,
@@ -235,6 +267,9 @@ class ActionsState:
             return None
         if parts == ["actions", "runs"]:
             return self._list_runs(None, query, raw_query, url)
+        if len(parts) == 3 and parts[1] == "runs":
+            run = self.workflow_runs.get(int(parts[2])) if parts[2].isdigit() else None
+            return (200, {}, copy.deepcopy(run)) if run is not None else _not_found()
         if len(parts) == 4 and parts[1] == "workflows" and parts[3] == "runs":
             return self._list_runs(urllib.parse.unquote(parts[2]), query, raw_query, url)
         if len(parts) == 4 and parts[1] == "runs" and parts[3] == "artifacts":

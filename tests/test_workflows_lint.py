@@ -29,6 +29,8 @@ NO_EXPRESSIONS_IN_RUN = (
     "examples/workflows/matrix.yml",
     "examples/workflows/issues-in-own-job.yml",
     "examples/workflows/sharded.yml",
+    "examples/workflows/fork-tests.yml",
+    "examples/workflows/fork-publish.yml",
     ".github/workflows/pytest.yml",
 )
 

@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "merge",
     "issues",
     "comment",
+    "publish-run",
     "digest",
     "stress",
     "quarantine",
@@ -31,4 +32,4 @@ COMMANDS: tuple[str, ...] = (
 
 
 def load(name: str) -> ModuleType:
-    return importlib.import_module(f"{__name__}.{name}")
+    return importlib.import_module(f"{__name__}.{name.replace('-', '_')}")

@@ -267,6 +267,8 @@ class GitHubEmulator(ActionsState):
         self.clock = clock
         self.issues: dict[int, dict[str, Any]] = {}
         self.comments: dict[int, list[dict[str, Any]]] = {}
+        # Logins an issue may be assigned to (collaborators with push access).
+        self.assignable: set[str] = set()
         self.labels: dict[str, dict[str, Any]] = {}
         self.faults: list[Fault] = []
         # Called with each LoggedRequest before it is answered (to stage races in tests).
@@ -675,8 +677,22 @@ class GitHubEmulator(ActionsState):
         labels = tuple(
             lb if isinstance(lb, str) else str(lb.get("name")) for lb in body.get("labels", [])
         )
+        assignees = body.get("assignees") or []
+        unknown = [a for a in assignees if a not in self.assignable]
+        if unknown:  # as GitHub: one login that cannot be assigned refuses the whole issue
+            return _validation_error("Issue", "assignees", "invalid")
         issue = self.add_issue(str(body["title"]), body.get("body"), labels)
+        issue["assignees"] = [self._user(login) for login in assignees]
+        issue["assignee"] = issue["assignees"][0] if assignees else None
         return 201, {"location": issue["url"]}, copy.deepcopy(issue)
+
+    def _user(self, login: str) -> dict[str, Any]:
+        """A user object like ``USER``, for ``login``."""
+        user = copy.deepcopy(USER)
+        base = "https://api.github.com/users/" + login
+        user.update(login=login, id=10_000 + len(login), type="User", url=base)
+        user["html_url"] = "https://github.com/" + login
+        return user
 
     def _update_issue(self, issue: dict[str, Any], body: Any) -> tuple[int, dict[str, str], Any]:
         if not isinstance(body, dict):

@@ -120,6 +120,11 @@ def test_default_found_from_a_subdirectory_but_not_past_the_repo(tmp_path: Path)
         ("- reruns\n", "the file must be a mapping"),
         ("quarantine_policy: 3\n", "quarantine_policy. must be a mapping"),
         ("reruns: [1\n", "malformed YAML at line 2"),
+        ("owners: [tests/]\n", "owners: expected a mapping of path patterns to owners"),
+        ("owners:\n  tests/: '@not@valid'\n", "'@not@valid' is not @user, @org/team or an email"),
+        ("owners:\n  '!tests/': '@a'\n", "expected a path pattern (no ! negation)"),
+        ("owners:\n  tests/: [3]\n", "expected an owner or a list of owners, got [3]"),
+        ("triage_label: 'a,b'\n", "triage_label: a label name of at most 50 characters"),
     ],
 )
 def test_errors_name_the_key(tmp_path: Path, text: str, message: str) -> None:

@@ -8,6 +8,7 @@ naming the key's path and, for a misspelt key, the nearest valid one.
 from __future__ import annotations
 
 import math
+import re
 import reprlib
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional
@@ -75,6 +76,9 @@ class Config(NamedTuple):
     # Seconds all of a step's GitHub bookkeeping may take before it gives up (fail-open).
     issues_deadline: float = 60
     quarantine_read_deadline: float = 15
+    # Path patterns to owners, CODEOWNERS' syntax; wins over the repository's CODEOWNERS.
+    owners: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    triage_label: str = "flake-triage"  # on a new flake issue nobody owns
     source: Optional[Path] = None  # the file read, if any
 
 
@@ -139,6 +143,50 @@ def _text(path: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{path}: expected a non-empty string, got {shown(value)}")
     return value
+
+
+# CODEOWNERS' owner forms: @user, @org/team, an email address (``github.codeowners``).
+_OWNER = re.compile(
+    r"@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}"
+    r"|@[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
+    r"|[^@\s]+@[^@\s]+\.[^@\s]+"
+)
+
+
+def _owners(path: str, value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``owners:``, CODEOWNERS patterns to owners, in the file's order (the last match wins)."""
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"{path}: expected a mapping of path patterns to owners, got {shown(value)}"
+        )
+    out = []
+    for pattern, owners in value.items():
+        where = f"{path}.{shown(pattern)}"
+        if not isinstance(pattern, str) or not pattern.strip() or pattern.startswith("!"):
+            raise ConfigError(
+                f"{where}: expected a path pattern (no ! negation), got {shown(pattern)}"
+            )
+        names = [owners] if isinstance(owners, str) else owners
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ConfigError(
+                f"{where}: expected an owner or a list of owners, got {shown(owners)}"
+            )
+        for name in names:
+            if not _OWNER.fullmatch(name):
+                raise ConfigError(
+                    f"{where}: {shown(name)} is not @user, @org/team or an email address"
+                )
+        out.append((pattern.strip(), tuple(names)))
+    return tuple(out)
+
+
+def _label(path: str, value: Any) -> str:
+    text = _text(path, value)
+    if len(text) > 50 or any(c in text for c in ",\n\r"):
+        raise ConfigError(
+            f"{path}: a label name of at most 50 characters, no comma, got {shown(value)}"
+        )
+    return text
 
 
 def _optional_percent(path: str, value: Any) -> Optional[float]:
@@ -207,6 +255,8 @@ TOP_KEYS: dict[str, Check] = {
     "issues_deadline": _number(0, 3600, low_open=True),
     "quarantine_read_deadline": _number(0, 3600, low_open=True),
     "attempt_timeout": _optional_seconds,
+    "owners": _owners,
+    "triage_label": _label,
 }
 
 

@@ -255,3 +255,23 @@ def test_a_ranking_cut_by_an_older_version_is_repaired_in_place(emulator: GitHub
     body = str(emulator.issues[first.number]["body"])
     assert body.startswith("my notes\n\n" + digest.START)
     assert body.count(digest.START) == 1 and "cut this text" not in body
+
+
+def test_open_flakes_are_grouped_by_owner_with_nobodys_first(emulator: GitHubEmulator) -> None:
+    stamp = "2024-05-20T00:00:00Z"
+    alone = _flake(emulator, "t::nobodys", 2, stamp)
+    mine = _flake(emulator, "t::alices", 9, stamp)
+    shared = _flake(emulator, "t::shared", 5, stamp, owners=["alice", "@acme/cache"])
+    team = _flake(emulator, "t::teams", 1, stamp, owners=["@acme/cache"])
+    for number, logins in ((mine, ["alice"]), (shared, ["alice"])):
+        emulator.issues[number]["assignees"] = [emulator._user(login) for login in logins]
+    digest.build_digest(make_client(emulator, write_interval=0), REPO, NOW)
+    body = str(_digest_issue(emulator)["body"])
+    section = body[body.index("### By owner") :]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "#" in line]
+    assert rows == [
+        f"| _nobody_ (label `flake-triage`) | 1 | 2 | #{alone} |",
+        f"| `alice` | 2 | 14 | #{mine}, #{shared} |",
+        f"| `acme/cache` | 2 | 6 | #{shared}, #{team} |",
+    ]
+    assert "@alice" not in body and "@acme" not in body  # listed, never mentioned

@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.commands.github_options import add_deadline_options, add_github_options, warn
+from flakewarden.config import Config
 from flakewarden.config import load as load_config
 from flakewarden.console import one_line, plural
 from flakewarden.errors import GitHubError
+from flakewarden.github import codeowners
 from flakewarden.github.api import GitHubClient
+from flakewarden.github.codeowners import Ownership
 from flakewarden.github.flake_issues import file_flakes
 from flakewarden.github.flake_records import FilingResult, RunContext, iso
 from flakewarden.github.hit_ledger import Evidence
@@ -74,6 +77,38 @@ def evidence_of(report: RunReport) -> dict[str, Evidence]:
     }
 
 
+def repository_root(start: Path) -> Path:
+    """The checkout ``start`` lies in (the nearest folder holding ``.git``), else ``start``."""
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return start
+
+
+def ownership_of(config: Config, report: RunReport, cwd: Path) -> Ownership:
+    """The config's ``owners``, then the checkout's CODEOWNERS, for the tests of ``report``.
+
+    A test's file is relative to the run's root directory; where that lies inside this
+    checkout, its path in the repository is known, else the root is taken for the
+    repository's (a report merged from another runner's checkout).
+    """
+    root = repository_root(cwd)
+    file_rules, skipped = codeowners.load(root)
+    prefix = ""
+    if report.rootdir:
+        try:
+            prefix = Path(report.rootdir).resolve().relative_to(root.resolve()).as_posix()
+        except (ValueError, OSError):
+            prefix = ""
+    return Ownership(
+        config_rules=codeowners.from_config(dict(config.owners)),
+        file_rules=file_rules,
+        prefix="" if prefix == "." else prefix,
+        triage_label=config.triage_label,
+        skipped=[f"CODEOWNERS line skipped, as GitHub skips it: {s}" for s in skipped],
+    )
+
+
 def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     report = load_report(args.report_dir)
     config = load_config(getattr(args, "config", None), Path.cwd())
@@ -117,7 +152,9 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         if counting.stopped:
             result = FilingResult(errors=counting.errors, not_filed=[t.id for t in rest])
         elif rest:
-            result = file_flakes(client, repository, rest, ctx, evidence=seen)
+            owners = ownership_of(config, report, Path.cwd())
+            result = file_flakes(client, repository, rest, ctx, evidence=seen, ownership=owners)
+            result.errors += owners.skipped[:1]
         else:
             result = FilingResult()
             result.errors[:0] = counting.errors

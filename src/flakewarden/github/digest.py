@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 from flakewarden.console import plural
 from flakewarden.errors import GitHubError
+from flakewarden.github import digest_owners as by_owner
 from flakewarden.github import markdown as md
 from flakewarden.github.api import BODY_LIMIT, GitHubClient
 from flakewarden.github.digest_history import HistoryDigest
@@ -54,6 +55,7 @@ class Entry:
     last: str
     marker: dict[str, Any]
     problem: str = ""  # a malformed marker: its hits are unknown, not zero
+    owners: tuple[str, ...] = ()  # assignees, and the teams the marker names
 
 
 def rank(entries: Iterable[Entry]) -> list[Entry]:
@@ -85,6 +87,7 @@ def entries_from(items: Iterable[Mapping[str, Any]]) -> list[Entry]:
                 last=str(marker.get("last") or item.get("updated_at") or ""),
                 marker=marker,
                 problem=found.problem,
+                owners=by_owner.owners_of(item, marker),
             )
         )
     return rank(entries)
@@ -209,6 +212,8 @@ def render(repository: str, entries: list[Entry], now: dt.datetime, rows: int = 
             "",
             f"…and {len(rest)} more open flaky-test issues with {sum(e.hits for e in rest)} hits.",
         ]
+    if rows:
+        lines += ["", *by_owner.render(entries)]
     lines += ["", NOTE, END]
     return "\n".join(lines)
 

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from flakewarden.errors import GitHubError
 from flakewarden.github.api import GitHubClient
+from flakewarden.github.codeowners import Ownership
 from flakewarden.github.flake_merge import absorb, adopt, dedup, duplicates_of, forward
 from flakewarden.github.flake_records import (
     LABEL,
@@ -30,11 +31,19 @@ from flakewarden.github.flake_records import (
     issues_for,
     title_for,
 )
-from flakewarden.github.flake_text import issue_body, malformed_comment, recurrence_comment
+from flakewarden.github.flake_text import (
+    issue_body,
+    malformed_comment,
+    owner_section,
+    recurrence_comment,
+)
 from flakewarden.github.flake_tracker import FlakeTracker, is_final
 from flakewarden.github.hit_ledger import Checkpoint, Evidence, record
 from flakewarden.github.marker import id_fields, key_for
 from flakewarden.model import TestResult
+
+TRIAGE_COLOR = "fbca04"
+TRIAGE_DESCRIPTION = "A flaky test nobody owns yet: find it an owner"
 
 # -- filing ----------------------------------------------------------------------
 
@@ -46,11 +55,13 @@ def file_flakes(
     ctx: RunContext,
     now: Optional[dt.datetime] = None,
     evidence: Optional[Mapping[str, Evidence]] = None,
+    ownership: Optional[Ownership] = None,
 ) -> FilingResult:
     """File, bump or reopen one issue per flaky test; never raises ``GitHubError``.
 
     ``evidence`` names the run each test flaked in (``RunReport.evidence_key``);
-    without it this call is one run of its own.
+    without it this call is one run of its own. ``ownership`` decides who a new
+    issue is assigned to (or that it is labelled for triage).
     """
     now = now or dt.datetime.now(dt.timezone.utc)
     tracker = FlakeTracker(client, repository)
@@ -70,7 +81,11 @@ def file_flakes(
     for position, test in enumerate(tests):
         seen = (evidence or {}).get(test.id, alone)
         try:
-            filed = _file_one(tracker, test, issues_for(index, test.id), ctx, now, seen, created)
+            found = issues_for(index, test.id)
+            if any(i.state == "open" or "duplicate_of" not in i.marker for i in found):
+                filed = _file_one(tracker, test, found, ctx, now, seen)
+            else:
+                filed = _open(tracker, test, ctx, now, seen, ownership, created)
         except GitHubError as exc:
             result.errors.append(
                 str(exc) if isinstance(exc, MalformedMarker) else f"{test.id}: {exc}"
@@ -106,6 +121,38 @@ def _fresh(
     return issue
 
 
+def _open(
+    tracker: FlakeTracker,
+    test: TestResult,
+    ctx: RunContext,
+    now: dt.datetime,
+    seen: Evidence,
+    ownership: Optional[Ownership],
+    created: dict[str, tuple[str, FlakeIssue]],
+) -> Filed:
+    """A new issue: assigned to the test's owners, or labelled for triage when it has none."""
+    stamp = iso(now)
+    marker = {**id_fields(test.id), "hits": 1, "first": stamp, "last": stamp}
+    marker.update(origin=seen.key, ledger=Checkpoint(None, 0).to_json())
+    labels: list[str] = []
+    assignees: tuple[str, ...] = ()
+    section: list[str] = []
+    if ownership is not None:
+        owned, path = ownership.of(test.file)
+        section = owner_section(owned, path, ownership.triage_label)
+        if owned.anyone:
+            marker["owners"] = [*owned.users, *(f"@{t}" for t in owned.teams), *owned.emails]
+            assignees = owned.users
+        else:
+            labels.append(ownership.triage_label)
+            tracker.ensure_label(ownership.triage_label, TRIAGE_COLOR, TRIAGE_DESCRIPTION)
+    body = issue_body(test, ctx, marker, section)
+    issue = tracker.create(title_for(test.id), body, labels, assignees)
+    issue.marker = marker
+    created[key_for(test.id)] = (test.id, issue)
+    return Filed(test.id, "created", issue.number, issue.html_url, 1)
+
+
 def _file_one(
     tracker: FlakeTracker,
     test: TestResult,
@@ -113,7 +160,6 @@ def _file_one(
     ctx: RunContext,
     now: dt.datetime,
     seen: Evidence,
-    created: dict[str, tuple[str, FlakeIssue]],
 ) -> Filed:
     stamp = iso(now)
 
@@ -123,13 +169,6 @@ def _file_one(
 
     open_issues = [i for i in known if i.state == "open"]
     closed = [i for i in known if i.state == "closed" and "duplicate_of" not in i.marker]
-    if not (open_issues or closed):
-        marker = {**id_fields(test.id), "hits": 1, "first": stamp, "last": stamp}
-        marker.update(origin=seen.key, ledger=Checkpoint(None, 0).to_json())
-        issue = tracker.create(title_for(test.id), issue_body(test, ctx, marker))
-        issue.marker = marker
-        created[key_for(test.id)] = (test.id, issue)
-        return Filed(test.id, "created", issue.number, issue.html_url, 1)
     reopen = not open_issues
     issue = _fresh(tracker, (open_issues or closed)[0], test, ctx)
     if "ledger" not in issue.marker:  # counted the old way: its duplicates join the base once

@@ -7,13 +7,14 @@ its digest), so a huge id can never push the marker out of the body.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from flakewarden.github import markdown as md
 from flakewarden.github.marker import format_marker
 from flakewarden.model import TestResult
 
 if TYPE_CHECKING:
+    from flakewarden.github.codeowners import Owners
     from flakewarden.github.flake_records import RunContext
 
 TRACEBACK_LIMIT = 20_000
@@ -51,7 +52,48 @@ def _summary(test: TestResult) -> str:
     return f"failed {failures} of {len(test.attempts)} attempts, then passed on a rerun"
 
 
-def issue_body(test: TestResult, ctx: RunContext, marker: dict[str, Any]) -> str:
+def owner_section(owned: Owners, path: str, triage_label: str) -> list[str]:
+    """Who owns the test and why: the rule that decided, or that none did.
+
+    Users are assigned, not mentioned; a team cannot be assigned, so it is mentioned
+    here once (its slug was checked to be a well-formed ``@org/team``).
+    """
+    where = md.code(path) if path else "its file"
+    if not owned.anyone:
+        if owned.rule is None:
+            why = f"no rule in the config's `owners` or in CODEOWNERS matches {where}"
+        else:
+            why = f"{md.code(owned.rule.text)} ({_source(owned)}) leaves {where} without owners"
+        return [
+            "### Owner",
+            "",
+            f"Nobody: {why}. Labelled {md.code(triage_label)} for triage.",
+            "",
+        ]
+    who = [f"assigned to {', '.join(md.code(u) for u in owned.users)}"] if owned.users else []
+    who += [f"@{team}" for team in owned.teams]
+    who += [md.code(email) for email in owned.emails]
+    assert owned.rule is not None
+    return [
+        "### Owner",
+        "",
+        f"{'; '.join(who)}: {where} matches {md.code(owned.rule.text)} ({_source(owned)}).",
+        "",
+    ]
+
+
+def _source(owned: Owners) -> str:
+    assert owned.rule is not None
+    rule = owned.rule
+    return f"line {rule.line} of {md.code(rule.source)}" if rule.line else rule.source
+
+
+def issue_body(
+    test: TestResult,
+    ctx: RunContext,
+    marker: dict[str, Any],
+    owner: Optional[list[str]] = None,
+) -> str:
     parts = [
         format_marker(marker),
         f"### {md.code(md.clip(test.id, SHOWN_ID_LIMIT))} is flaky",
@@ -66,6 +108,7 @@ def issue_body(test: TestResult, ctx: RunContext, marker: dict[str, Any]) -> str
     details = _failure_details(test, TRACEBACK_LIMIT)
     if details:
         parts += [details, ""]
+    parts += owner or []
     parts += [
         "### Investigation",
         "",

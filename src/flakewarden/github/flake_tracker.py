@@ -8,7 +8,7 @@ ever rewritten, and never when the marker is malformed.
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 from flakewarden.errors import GitHubError
@@ -121,11 +121,26 @@ class FlakeTracker:
                 raise
             self.notes.append(f"checking the {name} label: {exc}")
 
-    def create(self, title: str, body: str) -> FlakeIssue:
+    def create(
+        self, title: str, body: str, labels: Sequence[str] = (), assignees: Sequence[str] = ()
+    ) -> FlakeIssue:
+        """Open a ``flaky-test`` issue with ``labels`` too, assigned to ``assignees``.
+
+        GitHub refuses the whole issue when one assignee cannot be assigned (422): it is
+        then opened unassigned, and the refusal noted, rather than not filed.
+        """
         self.ensure_label(LABEL, LABEL_COLOR, LABEL_DESCRIPTION)
-        data = self.client.post_json(
-            f"{self.base}/issues", {"title": title, "body": body, "labels": [LABEL]}
-        )
+        payload: dict[str, Any] = {"title": title, "body": body, "labels": [LABEL, *labels]}
+        if assignees:
+            payload["assignees"] = list(assignees)[:10]  # GitHub's limit
+        try:
+            data = self.client.post_json(f"{self.base}/issues", payload)
+        except GitHubRequestError as exc:
+            if exc.status != 422 or "assignees" not in payload:
+                raise
+            self.notes.append(f"assigning {', '.join(assignees)}: {exc}; opened unassigned")
+            del payload["assignees"]
+            data = self.client.post_json(f"{self.base}/issues", payload)
         return FlakeIssue.from_api(data, read_marker(data.get("body")) or {})
 
     def update(self, issue: FlakeIssue, marker: dict[str, Any], **fields: Any) -> FlakeIssue:

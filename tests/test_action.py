@@ -925,6 +925,7 @@ def test_marketplace_metadata_inputs_and_outputs() -> None:
         "python",
         "file-issues",
         "comment",
+        "webhook-url",
         "job-name",
         "shard",
         "shard-durations",

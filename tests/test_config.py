@@ -125,6 +125,8 @@ def test_default_found_from_a_subdirectory_but_not_past_the_repo(tmp_path: Path)
         ("owners:\n  '!tests/': '@a'\n", "expected a path pattern (no ! negation)"),
         ("owners:\n  tests/: [3]\n", "expected an owner or a list of owners, got [3]"),
         ("triage_label: 'a,b'\n", "triage_label: a label name of at most 50 characters"),
+        ("notify:\n  webhook_url: ftp://x\n", "notify.webhook_url: expected an http(s) URL"),
+        ("notify:\n  webhook: https://x\n", "notify.webhook: unknown key; did you mean"),
     ],
 )
 def test_errors_name_the_key(tmp_path: Path, text: str, message: str) -> None:

@@ -79,6 +79,9 @@ class Config(NamedTuple):
     # Path patterns to owners, CODEOWNERS' syntax; wins over the repository's CODEOWNERS.
     owners: tuple[tuple[str, tuple[str, ...]], ...] = ()
     triage_label: str = "flake-triage"  # on a new flake issue nobody owns
+    # notify.webhook_url: one message per new flake issue and escalation (a secret in
+    # FLAKEWARDEN_WEBHOOK_URL wins; a URL in a committed file is no secret).
+    webhook_url: Optional[str] = None
     source: Optional[Path] = None  # the file read, if any
 
 
@@ -239,6 +242,17 @@ def _optional_days(path: str, value: Any) -> Optional[float]:
     return None if value is None else _number(0, 3650, low_open=True)(path, value)
 
 
+def _webhook(path: str, value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    text = _text(path, value)
+    if not re.match(r"https?://[^/\s@]+(/\S*)?$", text):
+        raise ConfigError(f"{path}: expected an http(s) URL without a user name or password")
+    return text
+
+
+NOTIFY_KEYS: dict[str, Check] = {"webhook_url": _webhook}
+
 HISTORY_KEYS: dict[str, Check] = {
     "default_branch": _text,
     "window_runs": _optional_runs,
@@ -288,7 +302,10 @@ def parse(data: Any, where: str) -> Config:
     """Validate already-loaded YAML data; ``where`` names the file in errors."""
     if data is None:
         data = {}
-    top = _check_mapping(where, "", data, TOP_KEYS, nested=("quarantine_policy", "history"))
+    top = _check_mapping(
+        where, "", data, TOP_KEYS, nested=("quarantine_policy", "history", "notify")
+    )
+    notify = _check_mapping(where, "notify.", data.get("notify") or {}, NOTIFY_KEYS)
     policy_data = data.get("quarantine_policy") or {}
     policy_values = _check_mapping(where, "quarantine_policy.", policy_data, POLICY_KEYS)
     policy = QuarantinePolicy(**policy_values)
@@ -303,7 +320,12 @@ def parse(data: Any, where: str) -> Config:
         raise ConfigError(
             f"{where}: history: window_runs and window_days cannot both be null (no window)"
         )
-    return Config(quarantine_policy=policy, history=history, **top)
+    return Config(
+        quarantine_policy=policy,
+        history=history,
+        webhook_url=notify.get("webhook_url"),
+        **top,
+    )
 
 
 def find_default(start: Path) -> Optional[Path]:

@@ -21,7 +21,7 @@ from flakewarden.config import Config
 from flakewarden.config import load as load_config
 from flakewarden.console import one_line, plural
 from flakewarden.errors import GitHubError
-from flakewarden.github import codeowners
+from flakewarden.github import codeowners, notify
 from flakewarden.github.api import GitHubClient
 from flakewarden.github.codeowners import Ownership
 from flakewarden.github.flake_issues import file_flakes
@@ -75,6 +75,21 @@ def evidence_of(report: RunReport) -> dict[str, Evidence]:
         for t in report.tests
         if t.outcome is Outcome.FLAKY
     }
+
+
+def _notify(
+    config: Config, client: GitHubClient, repository: str, result: FilingResult
+) -> list[str]:
+    """One webhook message per issue opened by this run (fail-open, within the deadline)."""
+    url = notify.webhook_url(config.webhook_url)
+    created = [f for f in result.filed if f.action == "created"]
+    if not url or not created:
+        return []
+    messages = [
+        notify.Message("new-flake", f.test_id, f.url, f.number, f.owners, f.hits, None, repository)
+        for f in created
+    ]
+    return notify.send(url, messages, client.remaining)
 
 
 def repository_root(start: Path) -> Path:
@@ -155,6 +170,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
             owners = ownership_of(config, report, Path.cwd())
             result = file_flakes(client, repository, rest, ctx, evidence=seen, ownership=owners)
             result.errors += owners.skipped[:1]
+            result.errors += _notify(config, client, repository, result)
         else:
             result = FilingResult()
             result.errors[:0] = counting.errors

@@ -189,6 +189,36 @@ def run_release(args: argparse.Namespace) -> int:
     return int(ExitCode.OK)
 
 
+def _notify_escalations(
+    config: Any, repository: str, results: list[Any], with_history: bool
+) -> None:
+    """One webhook message per escalation, fail-open within ``issues_deadline``."""
+    import time
+
+    from flakewarden.github import gha, notify
+
+    url = notify.webhook_url(config.webhook_url)
+    messages = [
+        notify.Message(
+            "escalated",
+            r.test_id,
+            r.url,
+            r.number,
+            r.owners,
+            r.hits,
+            (r.failures / r.runs if r.runs else None) if with_history else None,
+            repository,
+        )
+        for r in results
+        if "escalated" in r.actions
+    ]
+    if not (url and messages):
+        return
+    until = time.monotonic() + config.issues_deadline
+    for problem in notify.send(url, messages, lambda: until - time.monotonic()):
+        gha.warn(problem, "flakewarden reevaluate")
+
+
 def run_reevaluate(args: argparse.Namespace, client: Optional[Any] = None) -> int:
     config = load(args.config, Path.cwd())
     repository = _repository(args)
@@ -214,6 +244,7 @@ def run_reevaluate(args: argparse.Namespace, client: Optional[Any] = None) -> in
         )
     finally:
         client.close()
+    _notify_escalations(config, repository, results, scores is not None)
     counted = "runs in the history window" if scores is not None else "recent runs"
     for result in results:
         done = ", ".join(result.actions) or "no change"

@@ -150,7 +150,8 @@ def _open(
     issue = tracker.create(title_for(test.id), body, labels, assignees)
     issue.marker = marker
     created[key_for(test.id)] = (test.id, issue)
-    return Filed(test.id, "created", issue.number, issue.html_url, 1)
+    owners = tuple(str(o) for o in marker.get("owners", ()))
+    return Filed(test.id, "created", issue.number, issue.html_url, 1, owners)
 
 
 def _file_one(

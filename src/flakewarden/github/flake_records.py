@@ -142,6 +142,7 @@ class Filed:
     number: int
     url: str
     hits: int
+    owners: tuple[str, ...] = ()  # who a new issue went to (users, @org/teams, emails)
 
 
 @dataclasses.dataclass

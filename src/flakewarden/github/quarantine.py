@@ -25,9 +25,10 @@ from flakewarden.config import QuarantinePolicy
 from flakewarden.errors import FlakewardenError
 from flakewarden.github import gha
 from flakewarden.github import markdown as md
+from flakewarden.github.digest_owners import owners_of
 from flakewarden.github.flake_records import FlakeIssue, RunContext, iso
 from flakewarden.github.flake_tracker import FlakeTracker
-from flakewarden.github.marker import key_of, read_marker
+from flakewarden.github.marker import hits_of, key_of, read_marker
 from flakewarden.github.quarantine_policy import (
     Evidence,
     parse_time,
@@ -274,6 +275,9 @@ class Reevaluation:
     actions: list[str]
     source: str = "marker"  # where runs and failures came from: "history" or "marker"
     rose: str = ""  # with history: how the rate rose against the previous window
+    url: str = ""
+    owners: tuple[str, ...] = ()  # assignees, and the teams the marker names
+    hits: Optional[int] = None
 
 
 def _rose(score: Optional[TestScore]) -> str:
@@ -383,6 +387,9 @@ def reevaluate(
                 actions,
                 "history" if history is not None else "marker",
                 rose,
+                str(data.get("html_url") or ""),
+                owners_of(data, marker),
+                hits_of(marker),
             )
         )
     return results

@@ -4,7 +4,8 @@ Counts come from the loopback GitHub emulator the tests use (real HTTP, real cli
 are exact and do not depend on the machine. The goal from the design: filing k flakes costs
 10 list pages plus O(k) requests, whatever the flakes' hits (a flake with 1,000 recorded
 hits reads its comments in full once, then only what came since its checkpoint); the digest
-at most 11 reads plus 1 write.
+at most 12 reads (one of them the recently closed flakes, for unverified fixes) plus 1
+write.
 
     python benchmarks/bench_github_requests.py [--open 1000] [--k 1 5 20]
 """

@@ -31,6 +31,8 @@ NO_EXPRESSIONS_IN_RUN = (
     "examples/workflows/sharded.yml",
     "examples/workflows/fork-tests.yml",
     "examples/workflows/fork-publish.yml",
+    "examples/workflows/verify-fix.yml",
+    ".github/workflows/verify-fix.yml",
     ".github/workflows/pytest.yml",
 )
 

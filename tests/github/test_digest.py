@@ -146,7 +146,8 @@ def test_empty_repository_gets_a_calm_digest(emulator: GitHubEmulator) -> None:
     assert "No open flaky-test issues" in body and "mermaid" not in body
 
 
-def test_digest_of_a_thousand_flakes_costs_eleven_reads_and_one_write() -> None:
+def test_digest_of_a_thousand_flakes_costs_twelve_reads_and_one_write() -> None:
+    """10 pages of open flakes, 1 of recently closed ones (unverified fixes), 1 digest."""
     with GitHubEmulator() as emu:
         emu.add_label("flaky-test")
         for n in range(1000):
@@ -163,7 +164,9 @@ def test_digest_of_a_thousand_flakes_costs_eleven_reads_and_one_write() -> None:
         reads = [r for r in emu.log if r.method == "GET"]
         writes = [r for r in emu.log if r.is_write]
         assert result.entries == 1000
-        assert (len(reads), len(writes)) == (11, 1)
+        assert (len(reads), len(writes)) == (12, 1)
+        closed = [r for r in reads if r.query.get("state") == ["closed"]]
+        assert len(closed) == 1 and "since" in closed[0].query
         body = str(emu.issues[result.number]["body"])
         assert len(_rows(body)) == digest.TABLE_ROWS
         assert "…and 900 more open flaky-test issues" in body
@@ -275,3 +278,26 @@ def test_open_flakes_are_grouped_by_owner_with_nobodys_first(emulator: GitHubEmu
         f"| `acme/cache` | 2 | 6 | #{shared}, #{team} |",
     ]
     assert "@alice" not in body and "@acme" not in body  # listed, never mentioned
+
+
+def test_a_close_whose_fix_is_unverified_is_listed(emulator: GitHubEmulator) -> None:
+    _flake(emulator, "t::open", 3, "2024-05-20T00:00:00Z")
+    check = {"result": "unverified", "verdict": "inconclusive", "runs": 40, "at": "2024-05-30"}
+    doubt = emulator.add_issue(
+        "flake: t::doubt",
+        format_marker({"id": "t::doubt", "hits": 2, "fix_check": check}),
+        ("flaky-test",),
+        "closed",
+    )
+    held = {"result": "held", "verdict": "not-reproducible", "runs": 900, "at": "2024-05-30"}
+    emulator.add_issue(
+        "flake: t::fixed",
+        format_marker({"id": "t::fixed", "hits": 2, "fix_check": held}),
+        ("flaky-test",),
+        "closed",
+    )
+    digest.build_digest(make_client(emulator, write_interval=0), REPO, NOW)
+    body = str(_digest_issue(emulator)["body"])
+    section = body[body.index("### Closed, fix unverified") :]
+    assert f"| #{doubt['number']} | `t::doubt` | inconclusive | 40 | 2024\\-05\\-30 |" in section
+    assert "t::fixed" not in body

@@ -23,6 +23,7 @@ COMMANDS: tuple[str, ...] = (
     "publish-run",
     "digest",
     "stress",
+    "verify-fix",
     "quarantine",
     "quarantined",
     "release",

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional
 
 from flakewarden.console import plural
 from flakewarden.errors import GitHubError
+from flakewarden.github import digest_closes as unverified_closes
 from flakewarden.github import digest_owners as by_owner
 from flakewarden.github import markdown as md
 from flakewarden.github.api import BODY_LIMIT, GitHubClient
@@ -157,7 +158,13 @@ def chart(entries: list[Entry], bars: int = CHART_BARS) -> str:
     )
 
 
-def render(repository: str, entries: list[Entry], now: dt.datetime, rows: int = TABLE_ROWS) -> str:
+def render(
+    repository: str,
+    entries: list[Entry],
+    now: dt.datetime,
+    rows: int = TABLE_ROWS,
+    closes: Sequence[tuple[int, str, dict[str, Any]]] = (),
+) -> str:
     """The text between the digest markers (markers included), ranking ``rows`` at most."""
     total_hits = sum(e.hits for e in entries)
     lines = [
@@ -178,7 +185,8 @@ def render(repository: str, entries: list[Entry], now: dt.datetime, rows: int = 
             "",
         ]
     if not entries:
-        lines += ["No open flaky-test issues. :tada:", "", NOTE, END]
+        lines += ["No open flaky-test issues. :tada:", "", *unverified_closes.render([*closes])]
+        lines += [NOTE, END]
         return "\n".join(lines)
     figure = chart(entries)
     if figure:
@@ -213,7 +221,7 @@ def render(repository: str, entries: list[Entry], now: dt.datetime, rows: int = 
             f"…and {len(rest)} more open flaky-test issues with {sum(e.hits for e in rest)} hits.",
         ]
     if rows:
-        lines += ["", *by_owner.render(entries)]
+        lines += ["", *by_owner.render(entries), *unverified_closes.render([*closes])]
     lines += ["", NOTE, END]
     return "\n".join(lines)
 
@@ -242,6 +250,7 @@ def fit(
     now: dt.datetime,
     body: Optional[str],
     history: Optional[HistoryDigest] = None,
+    closes: Sequence[tuple[int, str, dict[str, Any]]] = (),
 ) -> tuple[str, str]:
     """The region and the new body, with as many rows as fit beside the human text.
 
@@ -253,7 +262,7 @@ def fit(
     rows = min(TABLE_ROWS, len(entries) if history is None else len(history.scores))
     while True:
         if history is None:
-            region = render(repository, entries, now, rows)
+            region = render(repository, entries, now, rows, closes)
         else:
             region = history_render(repository, history, by_id, now, rows, START, END, NOTE)
         new = replace_region(body, region)
@@ -294,6 +303,7 @@ def build_digest(
     base = f"/repos/{repository}"
     items = client.paginate(base + "/issues", {"labels": FLAKY_LABEL, "state": "open"})
     entries = entries_from(items)
+    closes = unverified_closes.listing(client, repository, now)
     title = title_for(repository)
     digests = [
         item
@@ -304,12 +314,12 @@ def build_digest(
     digests.sort(key=lambda i: (i.get("title") != title, int(i["number"])))
     if digests:
         current = digests[0]
-        _, body = fit(repository, entries, now, current.get("body"), history)
+        _, body = fit(repository, entries, now, current.get("body"), history, closes)
         data = client.patch_json(f"{base}/issues/{current['number']}", {"body": body})
         return DigestResult(
             int(data["number"]), str(data.get("html_url") or ""), False, len(entries)
         )
     ensure_label(client, repository, LABEL, LABEL_COLOR, LABEL_DESCRIPTION)
-    _, body = fit(repository, entries, now, "", history)
+    _, body = fit(repository, entries, now, "", history, closes)
     data = client.post_json(base + "/issues", {"title": title, "body": body, "labels": [LABEL]})
     return DigestResult(int(data["number"]), str(data.get("html_url") or ""), True, len(entries))

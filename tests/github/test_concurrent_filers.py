@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from filer_race import race
 
-TRIALS = {2: 3, 3: 3, 5: 2}
+# A few forced races each: the 20-trial figures come from benchmarks/bench_concurrent_filers.py.
+TRIALS = {2: 2, 3: 1, 5: 1}
 
 
 @pytest.mark.parametrize("filers", sorted(TRIALS))
@@ -33,7 +34,7 @@ def test_concurrent_filers_of_a_new_flake_leave_one_issue_with_every_hit(
 def test_concurrent_filers_of_an_existing_flake_count_every_hit(
     tmp_path: Path, filers: int
 ) -> None:
-    for seed in range(2):
+    for seed in range(1):
         outcome = race(tmp_path, filers, seed, existing=True)
         assert outcome.exact, (seed, outcome)
         assert outcome.hits == filers + 1 and outcome.duplicates_of == []

@@ -66,7 +66,7 @@ def test_a_fix_that_holds_under_stress_is_recorded_and_the_issue_stays_closed(
     emulator_env(monkeypatch, emulator)
     project = _project(tmp_path, monkeypatch)
     issue = _closed_flake(emulator)
-    assert _verify("--issue", str(issue["number"]), "--margin", "20") == 0
+    assert _verify("--issue", str(issue["number"]), "--margin", "50") == 0
     assert (project / "token-seen.txt").read_text() == "False"  # the tests never held it
     assert emulator.issues[issue["number"]]["state"] == "closed"
     (comment,) = emulator.comments[issue["number"]]
@@ -74,7 +74,7 @@ def test_a_fix_that_holds_under_stress_is_recorded_and_the_issue_stays_closed(
     assert "none failed\\: with 95% confidence its failure rate is below" in comment["body"]
     marker = read_marker(emulator.issues[issue["number"]]["body"])
     assert marker["fix_check"]["result"] == "held" and marker["verified_at"]
-    assert marker["fix_check"]["runs"] >= 60 and marker["fix_check"]["failures"] == 0
+    assert marker["fix_check"]["runs"] >= 40 and marker["fix_check"]["failures"] == 0
     assert (project / "flakewarden-fix-check" / "verdict.json").is_file()
 
 

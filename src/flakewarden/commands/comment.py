@@ -9,7 +9,6 @@ Outside a pull request it says so and does nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -17,13 +16,17 @@ from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.commands.argtypes import whole_number
-from flakewarden.commands.github_options import add_deadline_options, add_github_options
+from flakewarden.commands.github_options import (
+    add_deadline_options,
+    add_github_options,
+    event_payload,
+)
 from flakewarden.config import load as load_config
-from flakewarden.errors import GitHubError, UsageError
+from flakewarden.errors import GitHubError
 from flakewarden.github import gha
 from flakewarden.github.api import GitHubClient
 from flakewarden.github.flake_records import RunContext
-from flakewarden.github.pr_comment import post
+from flakewarden.github.pr_comment import check_name, post
 from flakewarden.model import ExitCode, RunReport
 from flakewarden.reports.report_json import REPORT_JSON, read_report
 
@@ -74,14 +77,7 @@ def pull_request_of(report: RunReport, env: Optional[dict[str, str]] = None) -> 
     pull = _PULL_REF.fullmatch(env.get("GITHUB_REF", ""))
     if pull:
         return int(pull.group(1))
-    path = env.get("GITHUB_EVENT_PATH")
-    if not path:
-        return None
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    pr = data.get("pull_request") if isinstance(data, dict) else None
+    pr = event_payload(env).get("pull_request")
     found = pr.get("number") if isinstance(pr, dict) else None
     return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else None
 
@@ -91,8 +87,7 @@ def _warn(message: str) -> None:
 
 
 def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
-    if not (args.name.strip() and args.name.isprintable() and len(args.name) <= 100):
-        raise UsageError("--name must be 1 to 100 printable characters, not only spaces")
+    check_name(args.name)
     report = read_report(Path(args.report_dir) / REPORT_JSON)
     config = load_config(getattr(args, "config", None), Path.cwd())
     deadline = getattr(args, "deadline", None) or config.issues_deadline
@@ -127,12 +122,6 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         return int(ExitCode.OK)
     finally:
         client.close()
-    what = {
-        "created": "created the comment on",
-        "updated": "updated the comment on",
-        "unchanged": "the comment is up to date on",
-        "skipped": "nothing to say, and no comment yet, on",
-    }[posted.action]
     url = f" {posted.url}" if posted.url else ""
-    sys.stdout.write(f"flakewarden: {what} pull request #{pr}{url}\n")
+    sys.stdout.write(f"flakewarden: {posted.describe()} pull request #{pr}{url}\n")
     return int(ExitCode.OK)

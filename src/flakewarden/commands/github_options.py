@@ -6,7 +6,11 @@ Apart from any one command so the commands stay siblings, none importing another
 from __future__ import annotations
 
 import argparse
+import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, Optional
 
 from flakewarden.commands.argtypes import number
 from flakewarden.github import gha
@@ -45,6 +49,19 @@ def add_deadline_options(parser: argparse.ArgumentParser, on_deadline: str, defa
         default=None,
         help="configuration file (default .github/flakewarden.yml when present)",
     )
+
+
+def event_payload(env: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
+    """The Actions event payload (``GITHUB_EVENT_PATH``); ``{}`` when absent or unreadable."""
+    env = os.environ if env is None else env
+    path = env.get("GITHUB_EVENT_PATH")
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def warn(message: str) -> None:

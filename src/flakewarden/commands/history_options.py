@@ -7,12 +7,11 @@ Apart from any one command so the commands stay siblings, none importing another
 from __future__ import annotations
 
 import argparse
-import json
-import os
 from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.commands.argtypes import number, whole_number
+from flakewarden.commands.github_options import event_payload
 from flakewarden.config import Config
 
 
@@ -56,15 +55,7 @@ def add_history_option(parser: argparse.ArgumentParser, instead: str) -> None:
 
 def repository_default_branch(env: Optional[dict[str, str]] = None) -> Optional[str]:
     """The repository's default branch from the GitHub Actions event payload, if any."""
-    env = dict(os.environ) if env is None else env
-    path = env.get("GITHUB_EVENT_PATH")
-    if not path:
-        return None
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    repo = data.get("repository") if isinstance(data, dict) else None
+    repo = event_payload(env).get("repository")
     branch = repo.get("default_branch") if isinstance(repo, dict) else None
     return branch if isinstance(branch, str) and branch else None
 

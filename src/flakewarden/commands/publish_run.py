@@ -30,7 +30,7 @@ from flakewarden.github.api import GitHubClient
 from flakewarden.github.artifacts import ArtifactExpired, download_artifact, report_artifacts
 from flakewarden.github.download import TokenlessDownloader
 from flakewarden.github.flake_records import RunContext
-from flakewarden.github.pr_comment import post
+from flakewarden.github.pr_comment import check_name, post
 from flakewarden.github.pull_check import (
     PULL_REQUEST_EVENTS,
     run_facts,
@@ -97,8 +97,7 @@ def _say(text: str) -> None:
 
 
 def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
-    if not (args.name.strip() and args.name.isprintable() and len(args.name) <= 100):
-        raise UsageError("--name must be 1 to 100 printable characters, not only spaces")
+    check_name(args.name)
     ctx = RunContext.from_env()
     repository = args.repository or ctx.repository
     if not repository or repository.count("/") != 1:
@@ -145,11 +144,5 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     finally:
         downloader.close()
         client.close()
-    what = {
-        "created": "created the comment on",
-        "updated": "updated the comment on",
-        "unchanged": "the comment is up to date on",
-        "skipped": "nothing to say, and no comment yet, on",
-    }[posted.action]
-    _say(f"{what} pull request #{pr} for run {facts.id}")
+    _say(f"{posted.describe()} pull request #{pr} for run {facts.id}")
     return int(ExitCode.OK)

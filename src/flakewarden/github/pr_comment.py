@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
+from flakewarden.errors import UsageError
 from flakewarden.github import markdown as md
 from flakewarden.github.api import GitHubClient, cap_body
 from flakewarden.github.flake_records import RunContext
@@ -34,6 +35,21 @@ class Posted:
     comment_id: Optional[int] = None
     url: str = ""
     removed: int = 0  # duplicates another job created at the same moment
+
+    def describe(self) -> str:
+        """What happened, as the line "flakewarden: <this> pull request #N" says it."""
+        return {
+            "created": "created the comment on",
+            "updated": "updated the comment on",
+            "unchanged": "the comment is up to date on",
+            "skipped": "nothing to say, and no comment yet, on",
+        }[self.action]
+
+
+def check_name(name: str) -> None:
+    """``UsageError`` unless ``name`` can name a comment: 1 to 100 printable characters."""
+    if not (name.strip() and name.isprintable() and len(name) <= NAME_LIMIT):
+        raise UsageError("--name must be 1 to 100 printable characters, not only spaces")
 
 
 def marker_line(name: str) -> str:

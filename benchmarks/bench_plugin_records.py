@@ -25,7 +25,9 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-DEFAULT_PLUGIN = Path(__file__).resolve().parent.parent / "src/flakewarden/runner/plugin.py"
+DEFAULT_PLUGIN = (
+    Path(__file__).resolve().parent.parent / "src/flakewarden/runner/plugin/recorder.py"
+)
 
 
 def load(path: Path) -> ModuleType:

@@ -76,7 +76,10 @@ def test_default_found_from_a_subdirectory_but_not_past_the_repo(tmp_path: Path)
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("rerun: 2\n", "rerun: unknown key; did you mean 'reruns'?"),
+        ("rerns: 2\n", "rerns: unknown key; did you mean 'reruns'?"),
+        ("rerun: 2\n", "rerun must be a mapping, got 2"),
+        ("rerun:\n  only: 3\n", "rerun.only: expected a pattern or a list of patterns, got 3"),
+        ("retry:\n  count_as_flakey: true\n", "did you mean 'count_as_flaky'?"),
         (
             "quarantine_policy:\n  min_failure: 3\n",
             "quarantine_policy.min_failure: unknown key; did you mean 'min_failures'?",
@@ -116,9 +119,9 @@ def test_default_found_from_a_subdirectory_but_not_past_the_repo(tmp_path: Path)
         ),
         ("history:\n  window_runs: null\n", "window_runs and window_days cannot both be null"),
         ("history:\n  default_branch: ''\n", "history.default_branch: expected a non-empty"),
-        ("history: 3\n", "history. must be a mapping"),
+        ("history: 3\n", "history must be a mapping"),
         ("- reruns\n", "the file must be a mapping"),
-        ("quarantine_policy: 3\n", "quarantine_policy. must be a mapping"),
+        ("quarantine_policy: 3\n", "quarantine_policy must be a mapping"),
         ("reruns: [1\n", "malformed YAML at line 2"),
         ("owners: [tests/]\n", "owners: expected a mapping of path patterns to owners"),
         ("owners:\n  tests/: '@not@valid'\n", "'@not@valid' is not @user, @org/team or an email"),

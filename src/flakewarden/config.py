@@ -13,6 +13,7 @@ import reprlib
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional
 
+from flakewarden.config_yaml import SHOWN, load_yaml
 from flakewarden.errors import ConfigError
 
 DEFAULT_PATH = Path(".github") / "flakewarden.yml"
@@ -82,21 +83,18 @@ class Config(NamedTuple):
     # notify.webhook_url: one message per new flake issue and escalation (a secret in
     # FLAKEWARDEN_WEBHOOK_URL wins; a URL in a committed file is no secret).
     webhook_url: Optional[str] = None
+    # rerun.only / rerun.except: which failures are rerun, by what they raised.
+    rerun_only: tuple[str, ...] = ()
+    rerun_except: tuple[str, ...] = ()
+    # retry.count_as_flaky: a test that passed only after in-test retries files like a flake.
+    retry_count_as_flaky: bool = False
     source: Optional[Path] = None  # the file read, if any
 
 
 Check = Callable[[str, Any], Any]
 
-#: A configuration file is a few hundred bytes; these bounds stop a hostile one
-#: (an alias bomb, a deep nest, a 5,000-digit number) before it costs anything.
-MAX_BYTES = 256 * 1024
-MAX_ALIASES = 32
-MAX_DEPTH = 20
-MAX_SCALAR = 4096
 #: The largest whole number any key takes.
 MAX_WHOLE = 1_000_000_000
-#: An error message quotes at most this much of a bad value.
-SHOWN = 60
 
 _repr = reprlib.Repr()
 _repr.maxlevel, _repr.maxlist, _repr.maxtuple, _repr.maxdict = 2, 4, 4, 4
@@ -251,7 +249,23 @@ def _webhook(path: str, value: Any) -> Optional[str]:
     return text
 
 
+def _patterns(path: str, value: Any) -> tuple[str, ...]:
+    from flakewarden.model.rerun_policy import check
+
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items:
+        raise ConfigError(f"{path}: expected a pattern or a list of patterns, got {shown(value)}")
+    for item in items:
+        try:
+            check(item)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: {str(exc)[:200]}") from None
+    return tuple(items)
+
+
 NOTIFY_KEYS: dict[str, Check] = {"webhook_url": _webhook}
+RERUN_KEYS: dict[str, Check] = {"only": _patterns, "except": _patterns}
+RETRY_KEYS: dict[str, Check] = {"count_as_flaky": _bool}
 
 HISTORY_KEYS: dict[str, Check] = {
     "default_branch": _text,
@@ -285,7 +299,9 @@ def _check_mapping(
     where: str, prefix: str, data: Any, keys: dict[str, Check], nested: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: {prefix or 'the file'} must be a mapping, got {shown(data)}")
+        raise ConfigError(
+            f"{where}: {prefix.rstrip('.') or 'the file'} must be a mapping, got {shown(data)}"
+        )
     out: dict[str, Any] = {}
     valid = [*keys, *nested]
     for key, value in data.items():
@@ -303,9 +319,15 @@ def parse(data: Any, where: str) -> Config:
     if data is None:
         data = {}
     top = _check_mapping(
-        where, "", data, TOP_KEYS, nested=("quarantine_policy", "history", "notify")
+        where,
+        "",
+        data,
+        TOP_KEYS,
+        nested=("quarantine_policy", "history", "notify", "rerun", "retry"),
     )
     notify = _check_mapping(where, "notify.", data.get("notify") or {}, NOTIFY_KEYS)
+    rerun = _check_mapping(where, "rerun.", data.get("rerun") or {}, RERUN_KEYS)
+    retry = _check_mapping(where, "retry.", data.get("retry") or {}, RETRY_KEYS)
     policy_data = data.get("quarantine_policy") or {}
     policy_values = _check_mapping(where, "quarantine_policy.", policy_data, POLICY_KEYS)
     policy = QuarantinePolicy(**policy_values)
@@ -324,6 +346,9 @@ def parse(data: Any, where: str) -> Config:
         quarantine_policy=policy,
         history=history,
         webhook_url=notify.get("webhook_url"),
+        rerun_only=rerun.get("only", ()),
+        rerun_except=rerun.get("except", ()),
+        retry_count_as_flaky=retry.get("count_as_flaky", False),
         **top,
     )
 
@@ -357,44 +382,3 @@ def load(path: Optional[Path], cwd: Path) -> Config:
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
     return parse(load_yaml(text, str(path)), str(path))._replace(source=path)
-
-
-def load_yaml(text: str, where: str) -> Any:
-    """The YAML document in ``text``, once it is known to be small, shallow and alias-poor."""
-    import yaml  # only when there is a file to read
-
-    if len(text) > MAX_BYTES:
-        raise ConfigError(f"{where}: too large for a configuration file (over {MAX_BYTES} bytes)")
-    try:
-        _check_events(yaml.parse(text, Loader=yaml.SafeLoader), where)
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{where}: malformed YAML{at}: {problem}") from None
-    except (ValueError, OverflowError, RecursionError) as exc:
-        # e.g. an integer past Python's digit limit: a bad value, not a bug of ours
-        raise ConfigError(f"{where}: unreadable value: {str(exc)[:SHOWN]}") from None
-
-
-def _check_events(events: Any, where: str) -> None:
-    """Refuse an alias bomb, a deep nest or a huge scalar while parsing, before building."""
-    import yaml
-
-    aliases = depth = 0
-    for event in events:
-        if isinstance(event, yaml.AliasEvent):
-            aliases += 1
-            if aliases > MAX_ALIASES:
-                raise ConfigError(f"{where}: more than {MAX_ALIASES} YAML aliases (*name)")
-        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise ConfigError(f"{where}: nested deeper than {MAX_DEPTH} levels")
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
-        elif isinstance(event, yaml.ScalarEvent) and len(event.value) > MAX_SCALAR:
-            mark = event.start_mark
-            at = f" at line {mark.line + 1}" if mark is not None else ""
-            raise ConfigError(f"{where}: a value{at} is over {MAX_SCALAR} characters")

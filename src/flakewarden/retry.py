@@ -18,6 +18,10 @@
 - Every retry is logged (logger ``flakewarden.retry``, level WARNING): the function, the
   attempt, the exception's type and message, and the delay. A retry is evidence, never
   hidden.
+- Under ``flakewarden run`` each retry is also handed to the injected pytest plugin
+  (``flakewarden_pytest_plugin.record_retry``), which records it for the test and the
+  attempt it happened in, whatever the logging configuration; the reports then show a
+  test that passed only after retries inside it.
 
 It imports nothing beyond the standard library.
 """
@@ -29,6 +33,7 @@ import functools
 import inspect
 import logging
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Optional, TypeVar, Union, cast
@@ -69,6 +74,33 @@ def _name(function: Callable[..., Any]) -> str:
     return str(named or type(function).__qualname__)  # a callable object: its class
 
 
+def _qualified(kind: type) -> str:
+    return f"{getattr(kind, '__module__', None) or 'builtins'}.{kind.__qualname__}"
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)[:500]
+    except Exception:  # an exception whose __str__ fails is still retried and reported
+        return f"<unprintable {type(exc).__name__}>"
+
+
+#: The injected plugin's module name (``flakewarden.runner.process.PLUGIN_MODULE``).
+PLUGIN_MODULE = "flakewarden_pytest_plugin"
+
+
+def _tell_the_plugin(event: dict[str, Any]) -> None:
+    """Hand a retry to flakewarden's plugin when this process runs under it; else nothing."""
+    plugin = sys.modules.get(PLUGIN_MODULE)
+    record = getattr(plugin, "record_retry", None)
+    if record is None:
+        return
+    try:
+        record(event)
+    except Exception:  # the evidence must never break the code under test
+        LOGGER.exception("retry: flakewarden's plugin could not record a retry")
+
+
 def retry(
     on: Union[type[BaseException], tuple[type[BaseException], ...]] = (
         TimeoutError,
@@ -101,13 +133,23 @@ def retry(
         return base * (1.0 - share * float(draw()))
 
     def note(function: Callable[..., Any], attempt: int, exc: BaseException, wait: float) -> None:
+        _tell_the_plugin(
+            {
+                "function": _name(function),
+                "exception": _qualified(type(exc)),
+                "message": _message(exc),
+                "attempt": attempt,
+                "attempts": attempts,
+                "delay": wait,
+            }
+        )
         log.warning(
             "retry: %s failed attempt %d of %d with %s: %s; trying again in %.3f s",
             _name(function),
             attempt,
             attempts,
             type(exc).__qualname__,
-            str(exc)[:500],
+            _message(exc),
             wait,
         )
 

@@ -260,7 +260,11 @@ def test_the_plugins_tracebacks_still_show_its_source(tmp_path: Path) -> None:
             check=False,
         )
     assert done.returncode == 3  # pytest's internal error
-    found = re.search(r'File "<flakewarden_pytest_plugin>", line (\d+).*\n\S*\s+(.+)', done.stdout)
-    assert found, done.stdout
-    source = (Path(process.__file__).parent / "plugin.py").read_text().splitlines()
-    assert found.group(2).strip() == source[int(found.group(1)) - 1].strip()
+    frames = re.findall(
+        r'File "<flakewarden_pytest_plugin/(\w+\.py)>", line (\d+).*\n\S*\s+(.+)', done.stdout
+    )
+    # The hook, then the part where FLAKEWARDEN_SELECT is read: each line as in its source.
+    assert [part for part, _, _ in frames] == ["__init__.py", "selection.py"], done.stdout
+    for part, line, shown in frames:
+        source = (Path(process.__file__).parent / "plugin" / part).read_text().splitlines()
+        assert shown.strip() == source[int(line) - 1].strip()

@@ -24,25 +24,37 @@ from flakewarden.runner import plugin as pytest_plugin
 from flakewarden.runner.process import plugin_dir, plugin_env
 from flakewarden.runner.results import read_results
 
-SOURCE = Path(pytest_plugin.__file__).read_text(encoding="utf-8")
+PARTS = sorted(Path(pytest_plugin.__file__).parent.glob("*.py"))
 
 
-def test_plugin_imports_only_the_standard_library() -> None:
-    tree = ast.parse(SOURCE)
+@pytest.mark.parametrize("path", PARTS, ids=lambda p: p.name)
+def test_plugin_imports_only_the_standard_library(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             imported.add(node.module.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            # Its own parts only, one level: the stub's finder knows no deeper package.
+            assert node.level == 1, ast.dump(node)
+            parts = [node.module] if node.module else [a.name for a in node.names]
+            assert all((path.parent / f"{part}.py").is_file() for part in parts), parts
     # pytest itself is running the plugin; everything else must be stdlib.
     outside = {m for m in imported if m not in sys.stdlib_module_names} - {"pytest", "_pytest"}
     assert outside == set()
     assert "__future__" in imported
 
 
-# Both run inside the tested interpreter, which may be the oldest Python supported.
-IN_TESTED_INTERPRETER = (Path(pytest_plugin.__file__), Path(fork_server.__file__))
+def test_each_part_of_the_plugin_stays_readable() -> None:
+    lines = {part.name: len(part.read_text(encoding="utf-8").splitlines()) for part in PARTS}
+    assert {"__init__.py", "recorder.py", "selection.py", "evidence.py"} <= set(lines)
+    assert {name: count for name, count in lines.items() if count > 400} == {}
+
+
+# They run inside the tested interpreter, which may be the oldest Python supported.
+IN_TESTED_INTERPRETER = (*PARTS, Path(fork_server.__file__))
 
 
 def _python_3_9() -> Optional[str]:
@@ -76,19 +88,23 @@ def test_plugin_and_fork_server_load_in_a_real_python_3_9() -> None:
     python = _python_3_9()
     if python is None:
         pytest.skip("no Python 3.9 interpreter on this machine (python3.9 or pyenv)")
+    # The plugin as it is injected (the stub, its finder, each part), and the fork server.
     load = (
         "import importlib.util, sys\n"
-        "for path in sys.argv[1:]:\n"
-        "    spec = importlib.util.spec_from_file_location('m', path)\n"
-        "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "import flakewarden_pytest_plugin as plugin\n"
+        "assert callable(plugin.record_retry) and plugin.evidence.MAX_RAISED\n"
+        "spec = importlib.util.spec_from_file_location('m', sys.argv[2])\n"
+        "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
         "print(sys.version_info[:2])\n"
     )
-    done = subprocess.run(
-        [python, "-I", "-c", load, *map(str, IN_TESTED_INTERPRETER)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    with plugin_dir() as directory:
+        done = subprocess.run(
+            [python, "-I", "-c", load, str(directory), str(fork_server.__file__)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "(3, 9)"
 

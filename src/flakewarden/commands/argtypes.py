@@ -78,3 +78,13 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="exit 1 when a test was flaky (--no-fail-on-flaky overrides the config file)",
     )
+
+
+def rerun_pattern(text: str) -> str:
+    """A ``--rerun-only`` / ``--rerun-except`` pattern: an exception's name or a regex."""
+    from flakewarden.model.rerun_policy import check
+
+    try:
+        return check(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)[:200]) from None

@@ -29,7 +29,7 @@ from flakewarden.github.flake_records import FilingResult, RunContext, iso
 from flakewarden.github.hit_ledger import Evidence
 from flakewarden.github.marker import parse_time
 from flakewarden.github.quarantine_count import count_quarantined
-from flakewarden.model import ExitCode, Outcome, RunReport
+from flakewarden.model import ExitCode, Outcome, RunReport, TestResult
 from flakewarden.reports.report_dir import written_in_this_job
 from flakewarden.reports.report_json import REPORT_JSON, read_report
 
@@ -62,7 +62,26 @@ def load_report(report_dir: str) -> RunReport:
     return read_report(Path(report_dir) / REPORT_JSON)
 
 
-def evidence_of(report: RunReport) -> dict[str, Evidence]:
+def flakes_of(report: RunReport, count_retried: bool = False) -> list[TestResult]:
+    """The tests to file: the flaky ones, and with ``retry.count_as_flaky`` the tests that
+    passed only after ``flakewarden.retry`` retried inside them."""
+    return [
+        t
+        for t in report.tests
+        if t.outcome is Outcome.FLAKY
+        or (count_retried and t.outcome is Outcome.PASSED and t.retries)
+    ]
+
+
+def detected_line(test: TestResult) -> str:
+    if test.outcome is Outcome.FLAKY:
+        done = f"{len(test.failures)}/{len(test.attempts)} attempts failed, then passed"
+    else:
+        done = f"passed only after retries inside the test: {test.retried_inside}"
+    return f"FLAKY-TEST-DETECTED: {one_line(test.id)} ({one_line(done)})\n"
+
+
+def evidence_of(report: RunReport, count_retried: bool = False) -> dict[str, Evidence]:
     """The run each flaky test of ``report`` was seen in, for its issue's hit record.
 
     No record of a run can predate its start; an hour's slack covers a runner's clock.
@@ -72,8 +91,7 @@ def evidence_of(report: RunReport) -> dict[str, Evidence]:
     not_before = iso(floor) if floor else ""
     return {
         t.id: Evidence(report.evidence_key(t.id), not_before)
-        for t in report.tests
-        if t.outcome is Outcome.FLAKY
+        for t in flakes_of(report, count_retried)
     }
 
 
@@ -128,8 +146,8 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     report = load_report(args.report_dir)
     config = load_config(getattr(args, "config", None), Path.cwd())
     deadline = getattr(args, "deadline", None) or config.issues_deadline
-    flaky = report.with_outcome(Outcome.FLAKY)
-    if flaky and written_in_this_job(Path(args.report_dir)):
+    flaky = flakes_of(report, config.retry_count_as_flaky)
+    if flaky and written_in_this_job(Path(args.report_dir)) and not config.retry_count_as_flaky:
         # `flakewarden run` printed them in this job's log already: once is enough.
         sys.stdout.write(
             f"flakewarden: {plural(len(flaky), 'flaky test')} in report.json "
@@ -137,10 +155,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         )
     else:
         for test in flaky:
-            sys.stdout.write(
-                f"FLAKY-TEST-DETECTED: {one_line(test.id)} "
-                f"({len(test.failures)}/{len(test.attempts)} attempts failed, then passed)\n"
-            )
+            sys.stdout.write(detected_line(test))
     sys.stdout.flush()
     ctx = RunContext.from_env()
     repository = args.repository or ctx.repository
@@ -161,7 +176,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         warn(f"flake issues not filed for {plural(len(flaky), 'flaky test')}: {exc}")
         return int(ExitCode.OK)
     try:
-        seen = evidence_of(report)
+        seen = evidence_of(report, config.retry_count_as_flaky)
         counting = count_quarantined(client, repository, report.tests, evidence=seen)
         rest = [t for t in flaky if t.id not in counting.counted | counting.skipped]
         if counting.stopped:

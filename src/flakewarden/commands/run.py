@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, TypeVar
 
-from flakewarden.commands.argtypes import add_gate_options, number, whole_number
+from flakewarden.commands.argtypes import add_gate_options, number, rerun_pattern, whole_number
 from flakewarden.commands.shard_options import add_shard_options, durations_from
 from flakewarden.config import MAX_ATTEMPT_TIMEOUT
 from flakewarden.config import load as load_config
@@ -20,7 +20,8 @@ from flakewarden.model import ExitCode, Outcome, timings
 from flakewarden.runner.reruns import RunOptions, run_attempts
 
 if TYPE_CHECKING:
-    from flakewarden.model import RunReport
+    from flakewarden.config import Config
+    from flakewarden.model import RerunPolicy, RunReport
 
 HELP = "run the tests, rerun only the failed ones in fresh processes, write the reports"
 
@@ -44,6 +45,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="more failed tests than this is a real break: no reruns (default 10)",
     )
+    for name, key in (("only", "only"), ("except", "exclude")):
+        parser.add_argument(
+            f"--rerun-{name}",
+            dest=f"rerun_{key}",
+            action="append",
+            type=rerun_pattern,
+            default=None,
+            metavar="PATTERN",
+            help=(
+                "rerun a failed test only when what it raised matches PATTERN"
+                if name == "only"
+                else "never rerun a failed test when what it raised matches PATTERN"
+            )
+            + ": an exception type by name (TimeoutError, requests.exceptions.ReadTimeout; "
+            "base classes and the __cause__/__context__ chain count) or a regular expression "
+            "on its 'type: message'; type:NAME or message:REGEX for one of the two; "
+            f"repeatable (default: the config's rerun.{name})",
+        )
     parser.add_argument(
         "--attempt-timeout",
         type=number(0, MAX_ATTEMPT_TIMEOUT, low_open=True, what="a number of seconds"),
@@ -154,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
         while_first_runs=beside_first_attempt,
         shard=args.shard,
         shard_durations=durations_from(args.shard_durations) if args.shard_durations else None,
+        rerun_policy=_rerun_policy(args, config),
     )
     sys.stdout.flush()
     # The tests' output is data: nothing it prints may act as a workflow command.
@@ -181,6 +201,17 @@ def run(args: argparse.Namespace) -> int:
 
             gha.publish(report, report_dir, artifact_name=args.artifact_name)
     return report.exit_code
+
+
+def _rerun_policy(args: argparse.Namespace, config: Config) -> Optional[RerunPolicy]:
+    """The rerun policy: each list from the command line, else from the config file."""
+    only = tuple(args.rerun_only or config.rerun_only)
+    exclude = tuple(args.rerun_exclude or config.rerun_except)
+    if not only and not exclude:
+        return None
+    from flakewarden.model.rerun_policy import RerunPolicy
+
+    return RerunPolicy(only, exclude)
 
 
 def _import_report_writers() -> None:
@@ -228,6 +259,11 @@ def console_summary(report: RunReport, shown_dir: Path) -> None:
         )
     for test in report.with_outcome(Outcome.QUARANTINED):
         print(f"QUARANTINED-TEST-FAILED: {one_line(test.id)} (does not fail the job)")
+    for test in report.tests:
+        if test.not_rerun:
+            print(f"NOT-RERUN: {one_line(test.id)} ({one_line(test.not_rerun)})")
+        elif test.outcome == Outcome.PASSED and test.retries:
+            print(f"RETRIED-INSIDE: {one_line(test.id)} ({one_line(test.outcome_text)})")
     totals = report.totals
     extra = []
     if report.coverage is not None and report.coverage.percent is not None:

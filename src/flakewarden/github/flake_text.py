@@ -49,7 +49,36 @@ def _failure_details(test: TestResult, limit: int) -> str:
 
 def _summary(test: TestResult) -> str:
     failures = len(test.failures)
+    if not failures and test.retries:
+        return f"passed only after retries inside the test ({md.escape(test.retried_inside)})"
     return f"failed {failures} of {len(test.attempts)} attempts, then passed on a rerun"
+
+
+def _retry_details(test: TestResult, shown: int) -> str:
+    """The retries ``flakewarden.retry`` made inside the test: each one is evidence."""
+    retries = test.retries
+    if not retries:
+        return ""
+    rows = [
+        "| Attempt | Function | Exception | Call attempt | Delay | Message |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for run in test.attempts:
+        for r in run.retries:
+            if len(rows) - 2 >= shown:
+                break
+            rows.append(
+                f"| {run.attempt} | {md.table_code(md.clip(r.function, 100))} "
+                f"| {md.table_code(md.clip(r.exception, 100))} | {r.attempt} of {r.attempts} "
+                f"| {r.delay:.3f} s | {md.table_cell(md.clip(r.message, 200))} |"
+            )
+    more = len(retries) - (len(rows) - 2)
+    tail = f"\n\n{more} more in report.json." if more > 0 else ""
+    return (
+        f"<details><summary>Retries inside the test ({len(retries)})</summary>\n\n"
+        + "\n".join(rows)
+        + f"{tail}\n\n</details>"
+    )
 
 
 def owner_section(owned: Owners, path: str, triage_label: str) -> list[str]:
@@ -105,9 +134,9 @@ def issue_body(
         where = test.file + (f":{test.line}" if test.line is not None else "")
         parts += [f"Defined at {md.code(where)}.", ""]
     parts += [_attempts_table(test), ""]
-    details = _failure_details(test, TRACEBACK_LIMIT)
-    if details:
-        parts += [details, ""]
+    for details in (_failure_details(test, TRACEBACK_LIMIT), _retry_details(test, 50)):
+        if details:
+            parts += [details, ""]
     parts += owner or []
     parts += [
         "### Investigation",
@@ -134,9 +163,9 @@ def recurrence_comment(test: TestResult, ctx: RunContext, hits: int, reopened: b
     first = test.first_failure
     if first is not None and first.message:
         lines += ["", f"First line: {md.code(md.clip(first.message, 300))}"]
-    details = _failure_details(test, COMMENT_TRACEBACK_LIMIT)
-    if details:
-        lines += ["", details]
+    for details in (_failure_details(test, COMMENT_TRACEBACK_LIMIT), _retry_details(test, 10)):
+        if details:
+            lines += ["", details]
     return "\n".join(lines) + "\n"
 
 

@@ -26,7 +26,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time each comes from __getat
         Outcome,
         id_key,
     )
+    from flakewarden.model.raised import InTestRetry, Raised
     from flakewarden.model.records import PhaseRecord, TestRecord
+    from flakewarden.model.rerun_policy import RerunPolicy
     from flakewarden.model.results import AttemptResult, TestResult
     from flakewarden.model.run import RunReport, Totals
     from flakewarden.model.subtests import Subtest
@@ -54,6 +56,9 @@ _HOME = {
     "RunReport": "run",
     "Totals": "run",
     "Subtest": "subtests",
+    "Raised": "raised",
+    "InTestRetry": "raised",
+    "RerunPolicy": "rerun_policy",
 }
 
 
@@ -83,8 +88,11 @@ __all__ = [
     "ExitCode",
     "HistoryEntry",
     "HistoryRun",
+    "InTestRetry",
     "Outcome",
     "PhaseRecord",
+    "Raised",
+    "RerunPolicy",
     "RunContext",
     "RunReport",
     "Subtest",

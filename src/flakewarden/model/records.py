@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any, Optional
 
 from flakewarden.model.outcomes import AttemptOutcome
+from flakewarden.model.raised import InTestRetry, Raised
 from flakewarden.model.subtests import Subtest, failure_text
 
 
@@ -18,6 +19,8 @@ class PhaseRecord:
     duration: float
     longrepr: str = ""
     wasxfail: bool = False
+    raised: tuple[Raised, ...] = ()  # a failed phase's exception and its chain
+    retries: tuple[InTestRetry, ...] = ()  # ``flakewarden.retry``'s retries in this phase
 
 
 @dataclasses.dataclass
@@ -95,6 +98,19 @@ class TestRecord:
     def duration(self) -> float:
         return sum(p.duration for p in self.phases)
 
+    @property
+    def raised(self) -> list[Raised]:
+        """What the failure raised: each failed phase's and subtest's exceptions, in order."""
+        found = [r for sub in self.subtests if sub.failed for r in sub.raised]
+        found += [r for p in self.phases if p.outcome in FAILED_PHASE_OUTCOMES for r in p.raised]
+        return found
+
+    @property
+    def retries(self) -> list[InTestRetry]:
+        """``flakewarden.retry``'s retries inside this test, its subtests' included."""
+        found = [r for sub in self.subtests for r in sub.retries]
+        return found + [r for p in self.phases for r in p.retries]
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TestRecord:
         # Positional: this runs for every phase of every test a run reads.
@@ -105,6 +121,7 @@ class TestRecord:
                 float(p.get("duration", 0.0)),
                 str(p.get("longrepr") or ""),
                 bool(p.get("wasxfail", False)),
+                *_evidence(p),
             )
             for p in data["phases"]
         ]
@@ -123,6 +140,18 @@ class TestRecord:
             unfinished=str(data.get("unfinished") or ""),
             crash=str(data.get("crash") or ""),
         )
+
+
+def _evidence(data: dict[str, Any]) -> tuple[tuple[Raised, ...], tuple[InTestRetry, ...]]:
+    """A phase's (or subtest's) ``raised`` and ``retries``, when the plugin recorded any."""
+    raised = data.get("raised")
+    retries = data.get("retries")
+    if not raised and not retries:
+        return (), ()
+    return (
+        tuple(Raised.from_json(r) for r in raised or () if isinstance(r, dict)),
+        tuple(InTestRetry.from_json(r) for r in retries or () if isinstance(r, dict)),
+    )
 
 
 #: A phase outcome that is a failure: pytest's, or pytest-rerunfailures' retried failure.

@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 from flakewarden.model.failure_lines import first_line
 from flakewarden.model.outcomes import AttemptOutcome, Outcome
+from flakewarden.model.raised import InTestRetry, Raised, retries_text
 from flakewarden.model.records import FAILED_PHASE_OUTCOMES, TestRecord
 from flakewarden.model.subtests import Subtest, failure_message
 
@@ -27,6 +28,10 @@ class AttemptResult:
     # (phase, failure text) per failed phase, when more than one failed (a call and
     # its teardown): JUnit writes one element each, as pytest does.
     phase_failures: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    # What the failure raised (its exception, then its chain), when the plugin saw it.
+    raised: list[Raised] = dataclasses.field(default_factory=list)
+    # ``flakewarden.retry``'s retries inside the test in this attempt.
+    retries: list[InTestRetry] = dataclasses.field(default_factory=list)
 
     @property
     def failed_subtests(self) -> list[Subtest]:
@@ -68,6 +73,8 @@ class AttemptResult:
             phase_failures=[
                 (p.when, p.longrepr) for p in record.phases if p.outcome in FAILED_PHASE_OUTCOMES
             ],
+            raised=record.raised if failed else [],
+            retries=record.retries,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -87,6 +94,10 @@ class AttemptResult:
             data["phase_failures"] = [
                 {"phase": phase, "longrepr": text} for phase, text in self.phase_failures
             ]
+        if self.raised:
+            data["raised"] = [r.to_json() for r in self.raised]
+        if self.retries:
+            data["retries"] = [r.to_json() for r in self.retries]
         return data
 
     @classmethod
@@ -105,6 +116,8 @@ class AttemptResult:
                 (str(f.get("phase") or ""), str(f.get("longrepr") or ""))
                 for f in data.get("phase_failures") or []
             ],
+            raised=[Raised.from_json(r) for r in data.get("raised") or []],
+            retries=[InTestRetry.from_json(r) for r in data.get("retries") or []],
         )
 
 
@@ -119,6 +132,24 @@ class TestResult:
     line: Optional[int]
     outcome: Outcome
     attempts: list[AttemptResult]
+    # Why a failed test was not rerun: the rerun policy (``rerun.only`` / ``rerun.except``).
+    not_rerun: str = ""
+
+    @property
+    def retries(self) -> list[InTestRetry]:
+        """Every retry ``flakewarden.retry`` made inside this test, in every attempt."""
+        return [retry for attempt in self.attempts for retry in attempt.retries]
+
+    @property
+    def retried_inside(self) -> str:
+        """``2 x TimeoutError in fetch_price``, or empty when nothing was retried inside."""
+        return retries_text(self.retries)
+
+    @property
+    def outcome_text(self) -> str:
+        """The outcome as reports show it: ``passed (retried inside: 2 x TimeoutError in f)``."""
+        inside = self.retried_inside
+        return f"{self.outcome.value} (retried inside: {inside})" if inside else self.outcome.value
 
     @property
     def failures(self) -> list[AttemptResult]:
@@ -142,6 +173,8 @@ class TestResult:
             "runs": len(self.attempts),
             "failures": len(self.failures),
             "attempts": [a.to_json() for a in self.attempts],
+            **({"not_rerun": self.not_rerun} if self.not_rerun else {}),
+            **({"retried_inside": inside} if (inside := self.retried_inside) else {}),
         }
 
     @classmethod
@@ -153,4 +186,5 @@ class TestResult:
             line=int(line) if line is not None else None,
             outcome=Outcome(data["outcome"]),
             attempts=[AttemptResult.from_json(a) for a in data.get("attempts", [])],
+            not_rerun=str(data.get("not_rerun") or ""),
         )

@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any
 
 from flakewarden.model.failure_lines import first_line
+from flakewarden.model.raised import InTestRetry, Raised
 
 SUBTEST_FAILED = "failed"
 
@@ -29,6 +30,8 @@ class Subtest:
     wasxfail: bool = False
     stdout: str = ""
     stderr: str = ""
+    raised: tuple[Raised, ...] = ()
+    retries: tuple[InTestRetry, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -53,6 +56,10 @@ class Subtest:
             data["stdout"] = self.stdout
         if self.stderr:
             data["stderr"] = self.stderr
+        if self.raised:
+            data["raised"] = [r.to_json() for r in self.raised]
+        if self.retries:
+            data["retries"] = [r.to_json() for r in self.retries]
         return data
 
     @classmethod
@@ -65,6 +72,8 @@ class Subtest:
             wasxfail=bool(data.get("wasxfail", False)),
             stdout=str(data.get("stdout") or ""),
             stderr=str(data.get("stderr") or ""),
+            raised=tuple(Raised.from_json(r) for r in data.get("raised") or ()),
+            retries=tuple(InTestRetry.from_json(r) for r in data.get("retries") or ()),
         )
 
 

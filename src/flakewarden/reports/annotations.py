@@ -104,6 +104,10 @@ def _message(test: TestResult, lead: str) -> str:
     text = f"{lead} ({_attempts_text(test)})"
     if first:
         text += f": {first}"
+    if test.not_rerun:
+        text += f"\n{test.not_rerun[:1].upper()}{test.not_rerun[1:]}."
+    if test.retries:
+        text += f"\nRetried inside the test: {test.retried_inside}."
     text += _subtests_text(test)
     failure = test.first_failure
     if failure is not None and failure.longrepr:
@@ -123,13 +127,30 @@ def annotation_for(test: TestResult, rootdir: str, workspace: Optional[str]) -> 
         kind, title, lead = NOTICE, f"Quarantined test: {test.id}", "Quarantined, not blocking"
     elif test.outcome == Outcome.ERROR:
         kind, title, lead = ERROR, f"Test error: {test.id}", "Errored on every attempt"
+    elif test.not_rerun:
+        kind, title, lead = ERROR, f"Failed test: {test.id}", "Failed"
     else:
         kind, title, lead = ERROR, f"Failed test: {test.id}", "Failed on every attempt"
     return Annotation(kind, title, _message(test, lead), file, line)
 
 
+def retried_annotation(test: TestResult, rootdir: str, workspace: Optional[str]) -> Annotation:
+    """The notice a test gets that passed only after ``flakewarden.retry`` retried inside it."""
+    file = workspace_path(rootdir, test.file, workspace)
+    line = test.line if file is not None else None
+    text = test.outcome_text
+    for retry in test.retries[:5]:
+        text += (
+            f"\n{retry.function}: {retry.exception} on attempt {retry.attempt} of "
+            f"{retry.attempts}: {retry.message}"
+        )
+    if len(text) > MESSAGE_LIMIT:
+        text = text[: MESSAGE_LIMIT - 1] + "…"
+    return Annotation(NOTICE, f"Retried inside the test: {test.id}", text, file, line)
+
+
 def rank_annotations(report: RunReport, workspace: Optional[str]) -> list[Annotation]:
-    """Every annotation the report deserves: hard failures, then flakes, then quarantine.
+    """Every annotation the report deserves: hard failures, flakes, quarantine, retries inside.
 
     Collection errors are hard failures too and follow the failed tests; an attempt
     whose records disagree with pytest's own counts is a warning ahead of the flakes.
@@ -152,6 +173,11 @@ def rank_annotations(report: RunReport, workspace: Optional[str]) -> list[Annota
             for test in report.with_outcome(outcome)
             if test.failures
         )
+    ranked.extend(
+        retried_annotation(test, report.rootdir, workspace)
+        for test in report.with_outcome(Outcome.PASSED)
+        if test.retries
+    )
     return ranked
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from flakewarden.model import Outcome, RunReport, TestResult
+from flakewarden.model.raised import short_name
 from flakewarden.model.subtests import failed_histories
 from flakewarden.reports.annotations import ANNOTATION_LIMIT, KINDS, plan_annotations
 
@@ -68,6 +69,9 @@ def _headline(report: RunReport) -> str:
         notes.append(f"{totals.failed + totals.error} failed")
     if totals.quarantined:
         notes.append(f"{totals.quarantined} quarantined")
+    retried = len(retried_inside(report))
+    if retried:
+        notes.append(f"{retried} retried inside")
     tail = f" ({', '.join(notes)})" if notes else ""
     return f"## flakewarden: {state}{tail}"
 
@@ -95,8 +99,26 @@ def _row(test: TestResult) -> str:
     if failure is not None:
         first = failure.message or (f"{failure.phase} failed" if failure.phase else "")
     attempts = f"{len(test.failures)} of {len(test.attempts)} failed"
+    if test.not_rerun:
+        attempts += f"; {test.not_rerun}"
     return (
-        f"| {test.outcome.value} | {escape_markdown(test.id)} | {attempts} "
+        f"| {escape_markdown(test.outcome_text)} | {escape_markdown(test.id)} "
+        f"| {escape_markdown(attempts)} "
+        f"| {escape_markdown(first)} | {_location(test)} |"
+    )
+
+
+def retried_inside(report: RunReport) -> list[TestResult]:
+    """The tests that passed only after ``flakewarden.retry`` retried inside them."""
+    return [test for test in report.with_outcome(Outcome.PASSED) if test.retries]
+
+
+def _retried_row(test: TestResult) -> str:
+    retries = test.retries
+    first = f"{short_name(retries[0].exception)}: {retries[0].message}" if retries else ""
+    attempts = f"0 of {len(test.attempts)} failed"
+    return (
+        f"| {escape_markdown(test.outcome_text)} | {escape_markdown(test.id)} | {attempts} "
         f"| {escape_markdown(first)} | {_location(test)} |"
     )
 
@@ -122,6 +144,13 @@ def _notes(report: RunReport) -> list[str]:
     if report.cutoff:
         lines.append(
             f"More than {report.max_failures} tests failed, so none were rerun (`--max-failures`)."
+        )
+    held = sum(1 for test in report.tests if test.not_rerun)
+    if held:
+        lines.append(
+            f"{held} failed test{'s were' if held != 1 else ' was'} not rerun by the rerun "
+            "policy (`rerun.only` / `rerun.except`): what they raised is not a known-transient "
+            "failure."
         )
     for problem in report.problems[:20]:
         lines.append(f"- {escape_markdown(problem)}")
@@ -287,6 +316,20 @@ def render_summary(
                     "",
                 ],
                 [_row(t) for t in quarantined],
+            )
+        )
+    retried = retried_inside(report)
+    if retried:
+        groups.append(
+            (
+                [
+                    "### Passed after retries inside the test",
+                    "",
+                    "`flakewarden.retry` retried a call inside these tests before they passed: "
+                    "each retry is in report.json.",
+                    "",
+                ],
+                [_retried_row(t) for t in retried],
             )
         )
     subtest_rows = _subtest_rows([*hard, *flaky, *quarantined])

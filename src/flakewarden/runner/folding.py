@@ -26,12 +26,14 @@ def fold(
     records: Mapping[str, Sequence[tuple[int, TestRecord]]],
     quarantined: frozenset[str],
     early: Mapping[str, tuple[TestRecord, TestResult]] = {},
+    not_rerun: Mapping[str, str] = {},
 ) -> list[TestResult]:
     """One ``TestResult`` per test, in run order, from every attempt's records.
 
     ``early`` holds tests folded while attempt 1 ran (``early_fold``), each beside the
     one record it was folded from: reused for a test whose records are still exactly
-    that record, which is what folding it again would give.
+    that record, which is what folding it again would give. ``not_rerun``: why the
+    rerun policy held a failed test back.
     """
     tests = []
     in_order = set(order)
@@ -45,6 +47,8 @@ def fold(
             tests.append(known[1])
         else:
             tests.append(fold_test(test_id, runs, quarantined))
+            if test_id in not_rerun:
+                tests[-1].not_rerun = not_rerun[test_id]
     return tests
 
 

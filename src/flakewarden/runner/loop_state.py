@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from flakewarden.runner.early_fold import EarlyFold
 from flakewarden.runner.results import ProcessResults
 
 if TYPE_CHECKING:
-    from flakewarden.model import Attempt, TestRecord
+    from flakewarden.model import Attempt, RerunPolicy, TestRecord
 
 
 class LoopState:
@@ -34,6 +34,7 @@ class LoopState:
         self.command: list[str] = []  # attempt 1's, as run
         self.first_config: Optional[dict[str, Any]] = None  # what the plugin saw in attempt 1
         self.running: list[str] = []  # when the last process ended
+        self.not_rerun: dict[str, str] = {}  # test id -> why the rerun policy held it back
 
     def add(self, number: int, results: ProcessResults) -> None:
         self.add_records(number, results.tests)
@@ -59,3 +60,37 @@ class LoopState:
             if not mine or mine[-1].outcome.is_failure:
                 failing.append(test_id)
         return failing
+
+    def rerunnable(
+        self, policy: Optional[RerunPolicy], ids: Sequence[str], say: Callable[[str], None]
+    ) -> list[str]:
+        """Which of the failing ``ids`` the rerun policy lets run again; the rest are noted.
+
+        Each is judged by what its last failure raised: a test rerun for a timeout that
+        then fails an assertion is not rerun again under ``rerun.only: TimeoutError``.
+        """
+        if policy is None or not policy.active:
+            return list(ids)
+        kept = []
+        for test_id in ids:
+            last = self.records[test_id][-1][1]
+            refusal = policy.refusal(last.raised, last.crash)
+            if refusal:
+                self.not_rerun[test_id] = refusal
+            else:
+                kept.append(test_id)
+        held = [test_id for test_id in ids if test_id in self.not_rerun]
+        if held:
+            more = f" and {len(held) - 5} more" if len(held) > 5 else ""
+            say(f"not rerun, by the rerun policy: {', '.join(held[:5])}{more}")
+        return kept
+
+    def judge_session(self, results: ProcessResults, number: int) -> None:
+        """Turn what pytest said about its session into an end of the run, when it must end."""
+        from flakewarden.runner.sessions import judge_session
+
+        verdict = judge_session(results, number)
+        self.problems.extend(verdict.problems)
+        self.not_green = self.not_green or verdict.not_green
+        if verdict.exit_code is not None:
+            self.exit_code = verdict.exit_code

@@ -27,25 +27,54 @@ from flakewarden.runner import leftovers
 PLUGIN_MODULE = "flakewarden_pytest_plugin"
 # Every folder plugin_dir makes is named so; coverage_merge drops any file measured in one.
 PLUGIN_DIR_PREFIX = "flakewarden-plugin-"
-_PLUGIN_SOURCE = Path(__file__).with_name("plugin.py")
-_PLUGIN_CODE_FILE = "plugin-code.txt"
+_PLUGIN_PACKAGE = Path(__file__).with_name("plugin")
+_PLUGIN_CODE_DIR = "plugin-code"
 # The stress fork server's script (``fork_server.py``), run by path in the tested interpreter.
 FORK_SERVER_FILE = "flakewarden_fork_server.py"
 _FORK_SERVER_SOURCE = Path(__file__).with_name("fork_server.py")
-# A stub that runs the plugin's code under a file name starting with "<": coverage.py never
-# traces such code, whatever the project's config, so the tests' own coverage report (pytest-cov
-# prints one per attempt) never shows the plugin. The stub's own few lines run at import, before
-# pytest-cov starts; only `coverage run` sees them, and the merge drops them.
+# A stub that runs the plugin package's code under file names starting with "<": coverage.py
+# never traces such code, whatever the project's config, so the tests' own coverage report
+# (pytest-cov prints one per attempt) never shows the plugin. The stub makes itself the
+# package and finds its parts (``<flakewarden_pytest_plugin/recorder.py>``, ...) with a finder
+# of its own; linecache holds their source, so a traceback through them reads as usual. The
+# stub's own few lines run at import, before pytest-cov starts; only `coverage run` sees
+# them, and the merge drops them.
 _PLUGIN_STUB = f"""\
+import importlib.machinery as _machinery
 import linecache as _linecache
 import os as _os
+import sys as _sys
 
-_name = "<{PLUGIN_MODULE}>"
-with open(_os.path.join(_os.path.dirname(__file__), "{_PLUGIN_CODE_FILE}"), encoding="utf-8") as _f:
-    _code = _f.read()
-_linecache.cache[_name] = (len(_code), None, _code.splitlines(True), _name)
-exec(compile(_code, _name, "exec", dont_inherit=True))
-del _linecache, _os, _name, _f, _code
+_CODE = _os.path.join(_os.path.dirname(__file__), "{_PLUGIN_CODE_DIR}")
+
+
+def _compiled(part):
+    name = "<{PLUGIN_MODULE}/" + part + ".py>"
+    with open(_os.path.join(_CODE, part + ".py.txt"), encoding="utf-8") as stream:
+        code = stream.read()
+    _linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+    return compile(code, name, "exec", dont_inherit=True)
+
+
+class _Parts:
+    def find_spec(self, fullname, path=None, target=None):
+        package, _, part = fullname.rpartition(".")
+        if package == __name__ and _os.path.isfile(_os.path.join(_CODE, part + ".py.txt")):
+            return _machinery.ModuleSpec(fullname, self, origin="<" + fullname + ">")
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        exec(_compiled(module.__name__.rpartition(".")[2]), module.__dict__)
+
+
+__path__ = []
+__package__ = __name__
+__spec__.submodule_search_locations = []
+_sys.meta_path.append(_Parts())
+exec(_compiled("__init__"))
 """
 TERMINATE_GRACE_SECONDS = 5.0
 
@@ -69,13 +98,16 @@ class Interrupted(Exception):
 def plugin_dir() -> Iterator[Path]:
     """A private directory holding only our plugin, for ``PYTHONPATH``.
 
-    Only this one module is exposed, so the tested interpreter never sees our
-    dependencies (coverage, requests, ...) shadowing its own. The stress fork
-    server's script (``FORK_SERVER_FILE``, standard library only) sits beside it.
+    Only this one module (its parts in a folder no import finds) is exposed, so the tested
+    interpreter never sees our dependencies (coverage, requests, ...) shadowing its own. The
+    stress fork server's script (``FORK_SERVER_FILE``, standard library only) sits beside it.
     """
     directory = Path(tempfile.mkdtemp(prefix=PLUGIN_DIR_PREFIX))
     try:
-        shutil.copyfile(_PLUGIN_SOURCE, directory / _PLUGIN_CODE_FILE)
+        code = directory / _PLUGIN_CODE_DIR
+        code.mkdir()
+        for part in _PLUGIN_PACKAGE.glob("*.py"):
+            shutil.copyfile(part, code / f"{part.name}.txt")
         shutil.copyfile(_FORK_SERVER_SOURCE, directory / FORK_SERVER_FILE)
         (directory / f"{PLUGIN_MODULE}.py").write_text(_PLUGIN_STUB, encoding="utf-8")
         yield directory

@@ -6,7 +6,8 @@ The policy, in order:
   error with nothing run, or no tests collected ends the run with pytest's code;
 - more than ``max_failures`` distinct failed tests is a real break: no reruns;
 - otherwise the tests still failing are rerun together in one fresh process,
-  up to ``reruns`` times, keeping every option and replacing only the selection.
+  up to ``reruns`` times, keeping every option and replacing only the selection;
+- a failure the rerun policy holds back (``rerun.only``, ``rerun.except``) is not rerun.
 What failed is decided from the plugin's records keyed by node id, never from
 an exit code or from JUnit. Turning the records into outcomes and an exit code is
 in ``folding``; measuring coverage through the attempts is in ``coverage_run``.
@@ -38,7 +39,7 @@ from flakewarden.runner.process import Interrupted, plugin_dir, resolve_executab
 from flakewarden.runner.results import ProcessResults, gc_paused
 
 if TYPE_CHECKING:
-    from flakewarden.model import RunReport
+    from flakewarden.model import RerunPolicy, RunReport
     from flakewarden.reports.rendered import RenderedTests
 
 
@@ -64,6 +65,7 @@ class RunOptions(NamedTuple):
     # seconds per test id when given; reruns and continuations select by id within it.
     shard: Optional[tuple[int, int]] = None
     shard_durations: Optional[dict[str, float]] = None
+    rerun_policy: Optional[RerunPolicy] = None  # which failures are rerun, by what they raised
 
 
 Say = Callable[[str], None]
@@ -137,7 +139,9 @@ def run_attempts(options: RunOptions, say: Say) -> Ran:
     from flakewarden.runner.folding import exit_code, fold
 
     with timings.phase("fold"), gc_paused():
-        tests = fold(state.order, state.records, options.quarantined, state.early.folded)
+        tests = fold(
+            state.order, state.records, options.quarantined, state.early.folded, state.not_rerun
+        )
     report = RunReport(
         command=list(options.command),
         rootdir=state.rootdir or str(options.cwd),
@@ -202,7 +206,10 @@ def _loop(
             f"{options.max_failures}: that is a real break, not flakiness; no reruns"
         )
         return
+    failing = state.rerunnable(options.rerun_policy, failing, say)
     for number in range(2, options.reruns + 2):
+        if not failing:
+            return
         noun = "test" if len(failing) == 1 else "tests"
         reason = f"rerun of {len(failing)} failed {noun}"
         rerun_command = _selection_command(state, failing)
@@ -217,9 +224,7 @@ def _loop(
                 f"attempt {number}: {len(missing)} selected test(s) did not run: "
                 + ", ".join(missing[:5])
             )
-        failing = state.still_failing(failing, number)
-        if not failing:
-            return
+        failing = state.rerunnable(options.rerun_policy, state.still_failing(failing, number), say)
 
 
 def _shard_env(options: RunOptions, plugin: Path) -> Optional[dict[str, str]]:
@@ -314,7 +319,7 @@ def _attempt(
         state.first_config = first.results.config
         state.rootdir = first.results.rootdir or str(options.cwd)
     if first.results.config is None or finished(first):
-        _check_session(first.results, state, number)
+        state.judge_session(first.results, number)
         if consistency.check_attempt(attempt, first.results, say, first.counts):
             state.not_green = True  # pytest failed a test the records do not: never green
         return first.results
@@ -339,7 +344,7 @@ def _attempt(
             # Tests after the crash never ran: nothing can make this run green.
             state.exit_code = ExitCode.INTERNAL_ERROR
     else:
-        _check_session(continued.results, state, number)
+        state.judge_session(continued.results, number)
     return continued.results
 
 
@@ -372,17 +377,6 @@ def _import_what_follows() -> None:
     """Import what the loop needs once a process has exited (see the module's docstring)."""
     for name in IMPORTED_AFTER_A_PROCESS:
         importlib.import_module(name)
-
-
-def _check_session(results: ProcessResults, state: LoopState, number: int) -> None:
-    """Turn what pytest said about its session into an end of the run, when it must end."""
-    from flakewarden.runner.sessions import judge_session
-
-    verdict = judge_session(results, number)
-    state.problems.extend(verdict.problems)
-    state.not_green = state.not_green or verdict.not_green
-    if verdict.exit_code is not None:
-        state.exit_code = verdict.exit_code
 
 
 def _never_started(results: ProcessResults, state: LoopState, options: RunOptions) -> int:

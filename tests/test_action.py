@@ -732,11 +732,13 @@ def _declared_dependencies() -> set[str]:
 
 
 def test_the_venv_requirements_are_pyprojects_that_are_imported() -> None:
-    """The install list names every runtime dependency but junitparser, which is never imported."""
+    """The install list names every runtime dependency, and junitparser is none of them: the
+    product reads JUnit with its own streaming reader (the tests cross-check with it)."""
     [install] = [s for s in load_action()["runs"]["steps"] if s.get("id") == "install"]
     listed = set(install["env"]["FW_REQUIREMENTS"].split())
     declared = _declared_dependencies()
-    assert declared - listed == {"junitparser>=3.1,<6"}
+    assert declared - listed == set()
+    assert not any(d.startswith("junitparser") for d in declared)
     imported = subprocess.run(
         ["git", "-C", str(REPO), "grep", "-l", "junitparser", "--", "src"],
         capture_output=True,
@@ -763,6 +765,34 @@ def test_failing_suite_is_red_and_still_ships_evidence(runner: Runner) -> None:
     upload = run.step("upload")
     assert upload.condition is True
     assert upload.with_["path"] == str(project / "flakewarden-report")
+
+
+def test_the_junit_input_publishes_another_runners_files_instead_of_running(
+    runner: Runner,
+) -> None:
+    samples = Path(__file__).resolve().parent / "data" / "junit-samples"
+    results = runner.workspace / "build" / "test-results" / "go"
+    results.mkdir(parents=True)
+    shutil.copy(samples / "gotestsum" / "gotestsum-rerun.xml", results / "report.xml")
+    run = runner.run(
+        {"junit": "build/test-results/**/*.xml", "command": "false-is-never-run", "reruns": "1"}
+    )
+    step = run.step("run")
+    assert step.returncode == 1, step.stdout + step.stderr
+    assert (run.outputs["outcome"], run.outputs["failed"], run.outputs["flaky"]) == (
+        "failed",
+        "1",
+        "1",
+    )
+    titles = [props["title"] for _, props, _ in parse_commands(step.stdout)]
+    assert titles == [
+        "Failed test: example.com/sample::TestFail",
+        "Flaky test: example.com/sample::TestFlaky",
+    ]
+    assert step.summary.startswith("## flakewarden: failed (1 flaky, 1 failed)")
+    assert "Read from 1 JUnit XML file another runner wrote" in step.summary
+    report = json.loads((runner.workspace / "flakewarden-report" / "report.json").read_text())
+    assert report["junit_from"] == [str(results / "report.xml")]
 
 
 def test_fail_on_flaky_turns_the_step_red(runner: Runner) -> None:
@@ -914,6 +944,9 @@ def test_marketplace_metadata_inputs_and_outputs() -> None:
         "working-directory",
         "reruns",
         "max-failures",
+        "rerun-only",
+        "rerun-except",
+        "junit",
         "coverage",
         "cov-fail-under",
         "fail-on-flaky",

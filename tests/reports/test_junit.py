@@ -17,7 +17,7 @@ from junitparser import xunit2
 from flakewarden.errors import ReportError
 from flakewarden.model import AttemptOutcome, AttemptResult, Outcome, RunReport, Subtest, TestResult
 from flakewarden.reports.junit import split_node_id, write_junit, xml_safe
-from flakewarden.reports.junit_read import JUnitCase, iter_junit_cases
+from flakewarden.reports.junit_read import JUnitCase, JUnitRun, iter_junit_cases
 
 TRACE = (
     "def test_x():\n>       assert 1 == 2\nE       assert 1 == 2\n\n"
@@ -202,7 +202,8 @@ def test_each_outcome_has_exactly_its_surefire_children(tmp_path: Path) -> None:
     assert fixture[0].text == "db trace 1"
     assert fixture[1].get("message") == "error in teardown: RuntimeError: leak"
 
-    assert tags(cases["test_mixed"]) == ["error", "rerunFailure"]
+    # Surefire's schema orders a testcase's children: rerunFailure before error.
+    assert tags(cases["test_mixed"]) == ["rerunFailure", "error"]
 
     skip = cases["test_skip"]
     assert tags(skip) == ["skipped"]
@@ -219,16 +220,38 @@ def test_each_outcome_has_exactly_its_surefire_children(tmp_path: Path) -> None:
 
 def test_testcase_attributes(tmp_path: Path) -> None:
     cases = cases_by_name(write(tmp_path, every_outcome()))
+    # Only what both schemas allow on a testcase; the rest is in the suite's properties.
     assert cases["test_flaky"].attrib == {
+        "classname": "tests.test_a.TestFlaky",
+        "name": "test_flaky",
+        "time": "0.750",  # the final attempt, not the sum
+    }
+    assert cases["test_broken"].get("time") == "0.300"
+    assert cases["test_ok"].get("time") == "0.125"
+    # Read back, each testcase has its node id, file and line again.
+    read = {c.name: c for c in iter_junit_cases(tmp_path / "report" / "junit.xml")}
+    flaky = read["test_flaky"]
+    assert (flaky.nodeid, flaky.file, flaky.line) == (
+        "tests/test_a.py::TestFlaky::test_flaky",
+        "tests/test_a.py",
+        7,
+    )
+    # The xunit1 file: pytest's attributes, for consumers that annotate from them.
+    write_junit(every_outcome(), tmp_path / "xunit1.xml", xunit1=True)
+    xunit1 = {c.get("name"): c for c in ET.parse(tmp_path / "xunit1.xml").iter("testcase")}
+    assert xunit1["test_flaky"].attrib == {
         "classname": "tests.test_a.TestFlaky",
         "name": "test_flaky",
         "file": "tests/test_a.py",
         "line": "7",
-        "time": "0.750",  # the final attempt, not the sum
+        "time": "0.750",
         "nodeid": "tests/test_a.py::TestFlaky::test_flaky",
     }
-    assert cases["test_broken"].get("time") == "0.300"
-    assert cases["test_ok"].get("time") == "0.125"
+    assert not [
+        p
+        for p in ET.parse(tmp_path / "xunit1.xml").iter("property")
+        if p.get("name") == "flakewarden.testcase"
+    ]
 
 
 def test_missing_line_and_file_are_left_out(tmp_path: Path) -> None:
@@ -260,16 +283,23 @@ def test_totals_and_properties(tmp_path: Path) -> None:
     }
     (suite,) = root.findall("testsuite")
     assert root.tag == "testsuites"
-    for element in (root, suite):
-        assert {k: element.get(k) for k in expected} == expected
-    assert suite.get("timestamp") == "2024-05-01T10:00:00+00:00"
-    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
-    assert properties == {
+    assert {k: suite.get(k) for k in expected} == expected
+    # junit-10.xsd has no "skipped" on <testsuites>; Surefire's none of "timestamp".
+    del expected["skipped"]
+    assert root.attrib == {"name": "flakewarden", **expected}
+    assert "timestamp" not in suite.attrib
+    named = [(p.get("name"), p.get("value")) for p in suite.iter("property")]
+    assert dict(named[:5]) == {
         "flakewarden.version": "9.8.7",
+        "flakewarden.started_at": "2024-05-01T10:00:00+00:00",
         "flakewarden.runner.reruns": "2",
         "flakewarden.flaky": "1",
         "flakewarden.quarantined": "1",
     }
+    # One per testcase, in their order: the node id, file and line no schema has room for.
+    located = [json.loads(value or "") for name, value in named[5:]]
+    assert {name for name, _ in named[5:]} == {"flakewarden.testcase"}
+    assert [t["nodeid"] for t in located] == [t.id for t in every_outcome().tests]
     # The counts agree with the elements actually written.
     cases = list(suite.iter("testcase"))
     assert len(cases) == 7
@@ -339,7 +369,10 @@ def test_hostile_text_is_escaped_and_the_file_parses(tmp_path: Path) -> None:
     root = ET.parse(path).getroot()
     flaky, fail, quarantined = root.iter("testcase")
     assert flaky.get("name") == f"test_h[{safe}]"
-    assert flaky.get("nodeid") == xml_safe(node_id)
+    # The node id, kept as JSON in a property, reads back whole: control characters travel
+    # as JSON escapes; only the lone surrogate, which no UTF-8 file can hold, is replaced.
+    read = list(iter_junit_cases(path))
+    assert read[0].nodeid == node_id.replace("\ud83d", "#xD83D")
     assert flaky[0].get("message") == f"ValueError: {safe}"
     # Text content: XML normalises a bare CR to LF, nothing else changes.
     text_safe = safe.replace("\r\n", "\n")
@@ -377,7 +410,20 @@ def test_round_trip_through_the_reader(tmp_path: Path) -> None:
         message="ValueError: first",
         text=TRACE,
         nodeid="tests/test_a.py::TestFlaky::test_flaky",
+        runs=(
+            JUnitRun(Outcome.FAILED, "ValueError: first", TRACE, "out 1", "err 1"),
+            JUnitRun(Outcome.ERROR, "error in setup: OSError: port in use", "setup trace"),
+            JUnitRun(Outcome.PASSED, "", ""),
+        ),
+        suite="flakewarden",
     )
+    # Every attempt is a run again: the first failure, then each rerun.
+    broken = cases["test_broken"].runs
+    assert [(r.outcome, r.message) for r in broken] == [
+        (Outcome.FAILED, "KeyError: 'a'"),
+        (Outcome.FAILED, "KeyError: 'b'"),
+        (Outcome.FAILED, "KeyError: 'c'"),
+    ]
     assert cases["test_broken"].message == "KeyError: 'a'"
     assert cases["test_broken"].text == TRACE
     assert cases["test_skip"].message == "needs linux"

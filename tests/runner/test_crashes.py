@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from conftest import PYTEST, Project, Result
 
+from flakewarden.reports.junit import split_node_id
 from flakewarden.reports.summary import escape_markdown
 
 CRASH_ONCE = """
@@ -61,8 +62,9 @@ def _attempt_outcomes(result: Result, test_id: str) -> list[tuple[int, str]]:
 
 def _junit_case(result: Result, test_id: str) -> ET.Element:
     root = ET.parse(result.report_dir / "junit.xml").getroot()
+    named = split_node_id(test_id)
     for case in root.iter("testcase"):
-        if case.get("nodeid") == test_id:
+        if (case.get("classname"), case.get("name")) == named:
             return case
     raise AssertionError(f"{test_id} not in junit.xml")
 

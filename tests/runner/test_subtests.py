@@ -18,6 +18,7 @@ import pytest
 from conftest import FLAKY_TEMPLATE, PYTEST, Project
 
 from flakewarden.reports.annotations import plan_annotations
+from flakewarden.reports.junit import CHILD_ORDER, split_node_id
 from flakewarden.reports.report_json import read_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,7 +143,8 @@ def test_subtest_that_fails_then_passes_is_flaky_and_named(
     assert f"{description} failed, passed" in annotation.message
 
     junit = ET.parse(result.report_dir / "junit.xml").getroot()
-    (case,) = [c for c in junit.iter("testcase") if c.get("nodeid") == test_id]
+    named = split_node_id(test_id)
+    (case,) = [c for c in junit.iter("testcase") if (c.get("classname"), c.get("name")) == named]
     flaky = case.findall("flakyFailure")
     assert [f.get("message", "").split(":")[0] for f in flaky][:1] == [description]
     assert case.find("failure") is None and case.find("error") is None
@@ -192,12 +194,13 @@ def test_junit_has_the_shape_pytest_junitxml_gives_subtests(project: Project) ->
     assert once.returncode == 1
     assert _result_tags(once.report_dir / "junit.xml") == theirs
 
-    # Reruns add their own elements in the same shape after the first attempt's.
+    # Reruns add their own elements in the same shape, each where Surefire's schema puts
+    # its kind (rerunFailure before error; a stable sort keeps each kind's own order).
     twice = project.run("--reruns", "1", report_dir="report2")
     ours = _result_tags(twice.report_dir / "junit.xml")
     for key, tags in theirs.items():
         rerun = [{"failure": "rerunFailure", "error": "rerunError"}[t] for t in tags]
-        assert ours[key] == tags + rerun, key
+        assert ours[key] == sorted(tags + rerun, key=CHILD_ORDER.__getitem__), key
     messages = [
         f.get("message") for f in ET.parse(twice.report_dir / "junit.xml").getroot().iter("failure")
     ]

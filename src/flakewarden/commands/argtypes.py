@@ -88,3 +88,13 @@ def rerun_pattern(text: str) -> str:
         return check(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)[:200]) from None
+
+
+def add_xunit1_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--junit-xunit1",
+        action="store_true",
+        help="also write junit-xunit1.xml: junit.xml with pytest's xunit1 file, line and "
+        "nodeid attributes on each testcase, for consumers that annotate from them (no "
+        "schema allows those attributes; junit.xml keeps them in its properties)",
+    )

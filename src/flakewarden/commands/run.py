@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, TypeVar
 
-from flakewarden.commands.argtypes import add_gate_options, number, rerun_pattern, whole_number
+from flakewarden.commands.argtypes import (
+    add_gate_options,
+    add_xunit1_option,
+    number,
+    rerun_pattern,
+    whole_number,
+)
 from flakewarden.commands.shard_options import add_shard_options, durations_from
 from flakewarden.config import MAX_ATTEMPT_TIMEOUT
 from flakewarden.config import load as load_config
@@ -115,6 +121,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(default FLAKEWARDEN_JOB_NAME, or the matrix the action passes)",
     )
     add_shard_options(parser)
+    add_xunit1_option(parser)
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="do not echo the test command's output"
     )
@@ -192,7 +199,13 @@ def run(args: argparse.Namespace) -> int:
             git=local_git[0] if local_git else None,
         )
 
-    write_reports(report, report_dir, artifact_name=args.artifact_name, rendered=rendered)
+    write_reports(
+        report,
+        report_dir,
+        artifact_name=args.artifact_name,
+        rendered=rendered,
+        xunit1=args.junit_xunit1,
+    )
     with timings.phase("console summary"):
         console_summary(report, shown_dir)
     if on_actions:
@@ -276,10 +289,10 @@ def console_summary(report: RunReport, shown_dir: Path) -> None:
     if report.cutoff:
         extra.append("no reruns: too many failures")
     attempts = len(report.attempts)
-    say(
-        f"{attempts} attempt{'s' if attempts != 1 else ''}; report in {shown_dir}"
-        + ("".join(f"; {e}" for e in extra))
-    )
+    done = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+    if report.junit_from:
+        done = f"read {len(report.junit_from)} JUnit XML file(s)"
+    say(f"{done}; report in {shown_dir}" + ("".join(f"; {e}" for e in extra)))
     say(
         f"{totals.passed} passed, {totals.failed} failed, {totals.skipped} skipped, "
         f"{totals.flaky} flaky, {totals.error} error, {totals.quarantined} quarantined"

@@ -56,6 +56,8 @@ class RunReport:
     # the shards' ids for a merge. Publishing one report twice gives the same keys.
     uid: str = ""
     origins: dict[str, str] = dataclasses.field(default_factory=dict)  # test id -> shard's uid
+    # The JUnit XML files another runner wrote, when the report was built from them.
+    junit_from: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def totals(self) -> Totals:
@@ -114,6 +116,7 @@ class RunReport:
             "merged_from": self.merged_from,
             "uid": self.uid,
             "origins": self.origins,
+            **({"junit_from": self.junit_from} if self.junit_from else {}),
             "totals": self.totals.to_json(),
             "coverage": None if self.coverage is None else self.coverage.to_json(),
             "attempts": [a.to_json() for a in self.attempts],
@@ -152,6 +155,7 @@ class RunReport:
             merged_from=[str(m) for m in data.get("merged_from", [])],
             uid=str(data.get("uid") or ""),
             origins=_origins(data.get("origins")),
+            junit_from=[str(j) for j in data.get("junit_from") or []],
         )
 
 

@@ -27,10 +27,20 @@ reporters already read:
   so every consumer lists it as skipped and shows why. Reading the file back gives
   the outcome ``quarantined``.
 
-``classname`` and ``name`` are derived from the pytest node id as pytest's own
-``--junitxml`` does (so history keyed on them carries over); the exact node id is
-kept in a ``nodeid`` attribute, the file and 1-based line in ``file`` and ``line``.
-``time`` is the duration of the final attempt. Text that XML 1.0 cannot hold
+The file validates against Jenkins's ``junit-10.xsd`` as a whole and, each
+``<testsuite>`` taken as a document, against Surefire's ``surefire-test-report.xsd``:
+a testcase holds only ``classname``, ``name`` and ``time`` and its children come in
+Surefire's order (``failure``, ``rerunFailure``, ``flakyFailure``, ``skipped``,
+``error``, ``rerunError``, ``flakyError``, ``system-out``, ``system-err``), every
+rerun element has a ``stackTrace``. ``classname`` and ``name`` are derived from the
+pytest node id as pytest's own ``--junitxml`` does (so history keyed on them carries
+over); the exact node id, file and 1-based line of each testcase are kept in the
+suite's ``<properties>``, one ``flakewarden.testcase`` property per testcase in the
+same order (JSON: ``nodeid``, ``file``, ``line``). ``write_junit(..., xunit1=True)``
+writes them as pytest's ``xunit1`` family does instead, as ``file``, ``line`` and
+``nodeid`` attributes of each testcase, for consumers that annotate from them (that
+file is not schema-valid: no schema has those attributes). ``time`` is the duration
+of the final attempt. Text that XML 1.0 cannot hold
 (control characters, lone surrogates) is replaced with ``#xNN``, as pytest does.
 
 Reading any JUnit XML file, this one included, is in ``junit_read``.
@@ -38,6 +48,8 @@ Reading any JUnit XML file, this one included, is in ``junit_read``.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -83,15 +95,20 @@ def write_junit(
     report: RunReport,
     path: Path,
     testcase: Optional[Callable[[TestResult], tuple[str, str]]] = None,
+    *,
+    xunit1: bool = False,
 ) -> None:
     """Write ``report`` as one JUnit XML file, atomically (a reader never sees half a file).
 
     ``testcase`` gives each test's ``<testcase>`` as ``testcase_xml`` does (one made
-    earlier, see ``rendered``); by default each is made here.
+    earlier, see ``rendered``); by default each is made here. ``xunit1``: pytest's
+    ``file``/``line``/``nodeid`` attributes on each testcase, no per-test properties.
     """
     cases: list[str] = []
     counts = {"failure": 0, "error": 0, "skipped": 0}
     make = testcase or testcase_xml
+    if xunit1:
+        make = functools.partial(testcase_xml, xunit1=True)
     for test in report.tests:
         case, final = make(test)
         cases.append(case)
@@ -104,27 +121,32 @@ def write_junit(
         "skipped": str(counts["skipped"]),
         "time": f"{report.duration:.3f}",
     }
-    root = ET.Element("testsuites", {"name": SUITE_NAME, **totals})
-    suite_attrs = {"name": SUITE_NAME, **totals}
-    if report.started_at:
-        suite_attrs["timestamp"] = xml_safe(report.started_at)
-    suite = ET.SubElement(root, "testsuite", suite_attrs)
+    # <testsuites> has no "skipped" in junit-10.xsd; <testsuite> must have it in Surefire's.
+    outer = {key: value for key, value in totals.items() if key != "skipped"}
+    root = ET.Element("testsuites", {"name": SUITE_NAME, **outer})
+    suite = ET.SubElement(root, "testsuite", {"name": SUITE_NAME, **totals})
     properties = ET.SubElement(suite, "properties")
     summary = report.totals
     for name, value in (
         ("flakewarden.version", report.version),
+        ("flakewarden.started_at", report.started_at),
         ("flakewarden.runner.reruns", str(report.reruns)),
         ("flakewarden.flaky", str(summary.flaky)),
         ("flakewarden.quarantined", str(summary.quarantined)),
     ):
         ET.SubElement(properties, "property", {"name": name, "value": xml_safe(value)})
-    # The document around the testcases, serialised by ElementTree with a stand-in
-    # where they go; each testcase is serialised on its own (see testcase_xml).
+    # The document around the testcases (and their properties), serialised by ElementTree
+    # with stand-ins where they go; each is serialised on its own (see testcase_xml).
+    ET.SubElement(properties, _PROPERTIES)
     ET.SubElement(suite, _CASES)
     ET.indent(root)
     frame = ET.tostring(root, encoding="unicode")
-    head, tail = frame.split(f"{_INDENT * 2}<{_CASES} />\n", 1)
-    document = "".join(("<?xml version='1.0' encoding='utf-8'?>\n", head, *cases, tail, "\n"))
+    head, rest = frame.split(f"{_INDENT * 3}<{_PROPERTIES} />\n", 1)
+    middle, tail = rest.split(f"{_INDENT * 2}<{_CASES} />\n", 1)
+    located = [] if xunit1 else [testcase_property(test) for test in report.tests]
+    document = "".join(
+        ("<?xml version='1.0' encoding='utf-8'?>\n", head, *located, middle, *cases, tail, "\n")
+    )
 
     path = Path(path)
     partial = path.with_name(path.name + ".partial")
@@ -137,11 +159,42 @@ def write_junit(
         raise ReportError(f"cannot write the JUnit report {path}: {exc.strerror or exc}") from exc
 
 
-_CASES = "flakewarden-testcases"  # the stand-in; never in a written file
+_CASES = "flakewarden-testcases"  # the stand-ins; never in a written file
+_PROPERTIES = "flakewarden-properties"
 _INDENT = "  "
+#: The property, one per testcase in their order, that keeps its node id, file and line.
+TESTCASE_PROPERTY = "flakewarden.testcase"
+#: A testcase's children in the order Surefire's schema requires (junit-10.xsd takes any).
+CHILD_ORDER = {
+    tag: index
+    for index, tag in enumerate(
+        (
+            "failure",
+            "rerunFailure",
+            "flakyFailure",
+            "skipped",
+            "error",
+            "rerunError",
+            "flakyError",
+            "system-out",
+            "system-err",
+        )
+    )
+}
 
 
-def testcase_xml(test: TestResult) -> tuple[str, str]:
+def testcase_property(test: TestResult) -> str:
+    """The ``<property>`` line that keeps ``test``'s node id, file and line."""
+    value = json.dumps(
+        {"nodeid": test.id, "file": test.file, "line": test.line}, ensure_ascii=False
+    )
+    return (
+        f'{_INDENT * 3}<property name="{TESTCASE_PROPERTY}" '
+        f'value="{escape_attribute(xml_safe(value))}" />\n'
+    )
+
+
+def testcase_xml(test: TestResult, xunit1: bool = False) -> tuple[str, str]:
     """One indented ``<testcase>`` line (or lines), and which total it counts in.
 
     A passed test with no captured output, most of any suite, is a lone element: it is
@@ -156,9 +209,10 @@ def testcase_xml(test: TestResult) -> tuple[str, str]:
         and not final_attempt.stdout
         and not final_attempt.stderr
     ):
-        attrs = " ".join(f'{key}="{escape_attribute(value)}"' for key, value in _attrs(test))
+        pairs = _attrs(test, xunit1)
+        attrs = " ".join(f'{key}="{escape_attribute(value)}"' for key, value in pairs)
         return f"{_INDENT * 2}<testcase {attrs} />\n", ""
-    case, final = _testcase(test)
+    case, final = _testcase(test, xunit1)
     ET.indent(case, space=_INDENT, level=2)
     return f"{_INDENT * 2}{ET.tostring(case, encoding='unicode')}\n", final
 
@@ -182,23 +236,41 @@ _ATTRIBUTE_ESCAPES = (
 )
 
 
-def _attrs(test: TestResult) -> list[tuple[str, str]]:
+def _attrs(test: TestResult, xunit1: bool = False) -> list[tuple[str, str]]:
     """The ``<testcase>`` attributes, in the order they are written."""
     classname, name = split_node_id(test.id)
     attrs = [("classname", xml_safe(classname)), ("name", xml_safe(name))]
-    if test.file:
+    if xunit1 and test.file:
         attrs.append(("file", xml_safe(test.file)))
-    if test.line is not None:
+    if xunit1 and test.line is not None:
         attrs.append(("line", str(test.line)))
     final_attempt = test.attempts[-1] if test.attempts else None
     attrs.append(("time", f"{final_attempt.duration if final_attempt else 0.0:.3f}"))
-    attrs.append(("nodeid", xml_safe(test.id)))
+    if xunit1:
+        attrs.append(("nodeid", xml_safe(test.id)))
     return attrs
 
 
-def _testcase(test: TestResult) -> tuple[ET.Element, str]:
+def _testcase(test: TestResult, xunit1: bool = False) -> tuple[ET.Element, str]:
     """The ``<testcase>`` for one test, and which total it counts in ("" for none)."""
-    case = ET.Element("testcase", dict(_attrs(test)))
+    case = ET.Element("testcase", dict(_attrs(test, xunit1)))
+    final = _children(case, test)
+    _in_schema_order(case)
+    return case, final
+
+
+def _in_schema_order(case: ET.Element) -> None:
+    """Children in Surefire's order, one ``<error>`` at most (its text joined)."""
+    children = sorted(case, key=lambda child: CHILD_ORDER.get(child.tag, len(CHILD_ORDER)))
+    errors = [child for child in children if child.tag == "error"]
+    for extra in errors[1:]:
+        errors[0].text = "\n\n".join(t for t in (errors[0].text, extra.text) if t) or None
+        children.remove(extra)
+    case[:] = children
+
+
+def _children(case: ET.Element, test: TestResult) -> str:
+    """Add the result elements of ``test`` to ``case``; the total it counts in."""
     final_attempt = test.attempts[-1] if test.attempts else None
     failures = test.failures
     output: Optional[AttemptResult] = final_attempt
@@ -230,7 +302,7 @@ def _testcase(test: TestResult) -> tuple[ET.Element, str]:
         first = failures[0] if failures else None
         reason = _message(first) if first else "no failure in this run"
         message = f"{QUARANTINED_PREFIX} {reason}"
-        ET.SubElement(case, "skipped", {"message": xml_safe(message), "type": "quarantined"})
+        ET.SubElement(case, "skipped", {"message": xml_safe(message)})
         detail = "\n\n".join(_detail(a) for a in failures)
         if detail:
             _text_child(case, "system-out", detail)
@@ -238,7 +310,7 @@ def _testcase(test: TestResult) -> tuple[ET.Element, str]:
 
     if output is not None:
         _output(case, output)
-    return case, final
+    return final
 
 
 def _message(attempt: Part | AttemptResult) -> str:
@@ -265,8 +337,7 @@ def _result(case: ET.Element, tag: str, attempt: Part | AttemptResult, *, interi
     if not interim:
         element.text = xml_safe(attempt.longrepr) or None
         return
-    if attempt.longrepr:
-        _text_child(element, "stackTrace", attempt.longrepr)
+    _text_child(element, "stackTrace", attempt.longrepr)  # Surefire's schema requires one
     _output(element, attempt)
 
 

@@ -19,6 +19,8 @@ from flakewarden.reports.summary import render_summary
 REPORT_JSON = "report.json"
 RERUN_REPORT = "rerun-report.txt"
 JUNIT_XML = "junit.xml"
+#: ``--junit-xunit1``: the same JUnit with pytest's file, line and nodeid attributes.
+JUNIT_XUNIT1_XML = "junit-xunit1.xml"
 SUMMARY_MD = "summary.md"
 
 __all__ = [
@@ -80,10 +82,12 @@ def write_reports(
     report_dir: Path,
     artifact_name: Optional[str] = None,
     rendered: Optional[RenderedTests] = None,
+    xunit1: bool = False,
 ) -> None:
     """Write report.json, rerun-report.txt, junit.xml and summary.md into ``report_dir``.
 
     ``rendered`` holds tests rendered while the tests ran; the rest are rendered here.
+    ``xunit1``: also junit-xunit1.xml, with pytest's ``file``/``line``/``nodeid`` attributes.
     """
     rendered = rendered or RenderedTests()
     try:
@@ -95,6 +99,8 @@ def write_reports(
             write_text_atomic(report_dir / RERUN_REPORT, rerun_report(report))
         with timings.phase("junit.xml"):
             write_junit(report, report_dir / JUNIT_XML, rendered.testcase)
+            if xunit1:
+                write_junit(report, report_dir / JUNIT_XUNIT1_XML, xunit1=True)
         with timings.phase("summary.md"):
             summary = render_summary(report, artifact_name=artifact_name)
             write_text_atomic(report_dir / SUMMARY_MD, summary)

@@ -132,10 +132,17 @@ _TABLE_HEAD = [
 def _notes(report: RunReport) -> list[str]:
     lines: list[str] = []
     runs = len(report.attempts)
-    lines.append(
-        f"{runs} attempt{'s' if runs != 1 else ''}; failed tests rerun up to "
-        f"{report.reruns} time{'s' if report.reruns != 1 else ''}, each in a fresh process."
-    )
+    if report.junit_from:
+        files = len(report.junit_from)
+        lines.append(
+            f"Read from {files} JUnit XML file{'s' if files != 1 else ''} another runner wrote; "
+            "each run a file shows of a test (its reruns included) is an attempt."
+        )
+    else:
+        lines.append(
+            f"{runs} attempt{'s' if runs != 1 else ''}; failed tests rerun up to "
+            f"{report.reruns} time{'s' if report.reruns != 1 else ''}, each in a fresh process."
+        )
     if report.merged_from:
         shown = ", ".join(escape_markdown(m) for m in report.merged_from[:20])
         lines.append(f"Merged from {len(report.merged_from)} reports: {shown}.")

@@ -86,6 +86,7 @@ REPORT_FILES = (
     "report.json",
     "rerun-report.txt",
     "junit.xml",
+    "junit-xunit1.xml",
     "summary.md",
     ".coverage",
     "coverage.xml",

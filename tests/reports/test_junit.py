@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
+from junit_checks import assert_schema_valid, junitparser_outcomes
 from junitparser import xunit2
 
 from flakewarden.errors import ReportError
@@ -129,8 +130,12 @@ def every_outcome() -> RunReport:
 
 
 def write(tmp_path: Path, run: RunReport) -> Path:
+    """Write ``run``'s junit.xml; every file written here is schema-valid and junitparser
+    reads one testcase per test from it."""
     path = tmp_path / "report" / "junit.xml"
     write_junit(run, path)
+    assert_schema_valid(path)
+    assert len(junitparser_outcomes(path)) == len({split_node_id(t.id) for t in run.tests})
     return path
 
 

@@ -166,6 +166,17 @@ class Project:
         ]
 
 
+#: A test module's helper: ``bump(name)`` counts the runs of ``name`` (1 the first time), one
+#: file per name beside the module, so xdist's workers never share one.
+BUMP_BY_NAME = """
+def bump(name):
+    count = Path(__file__).with_name(name + ".count")
+    runs = int(count.read_text()) + 1 if count.exists() else 1
+    count.write_text(str(runs))
+    return runs
+"""
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     """An empty project with a pytest config that fixes order and caches nothing."""

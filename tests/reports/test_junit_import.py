@@ -11,24 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTEST, PYTHON, Project, clean_env
+from conftest import BUMP_BY_NAME, PYTEST, PYTHON, Project, clean_env
 from junit_checks import assert_schema_valid, junitparser_outcomes
 
 from flakewarden.reports.junit_read import iter_junit_cases
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "junit-samples"
 
-SUITE = """
+SUITE = (
+    """
 from pathlib import Path
 
 import pytest
-
-
-def bump(name):
-    count = Path(__file__).with_name(name + ".count")
-    runs = int(count.read_text()) + 1 if count.exists() else 1
-    count.write_text(str(runs))
-    return runs
 
 
 @pytest.fixture
@@ -66,6 +60,8 @@ def test_xfail():
 def test_param(value):
     print("captured", value)
 """
+    + BUMP_BY_NAME
+)
 
 OUTCOMES = {
     "test_passes": "passed",
@@ -119,17 +115,19 @@ def test_flakewarden_runs_junit_is_schema_valid_and_reads_back(project: Project)
     read = {case.nodeid: case for case in iter_junit_cases(junit)}
     assert set(read) == set(result.outcomes)
     flaky = read["tests/test_suite.py::test_flaky"]
-    assert (flaky.file, flaky.line, flaky.outcome.value) == ("tests/test_suite.py", 26, "flaky")
+    line = SUITE.lstrip("\n").splitlines().index("def test_flaky():") + 1
+    assert (flaky.file, flaky.line, flaky.outcome.value) == ("tests/test_suite.py", line, "flaky")
     # The xunit1 file carries pytest's attributes instead.
     xunit1 = (result.report_dir / "junit-xunit1.xml").read_text(encoding="utf-8")
-    assert 'file="tests/test_suite.py" line="26" time=' in xunit1
+    assert f'file="tests/test_suite.py" line="{line}" time=' in xunit1
     assert 'nodeid="tests/test_suite.py::test_flaky"' in xunit1
 
 
-def test_pytests_junitxml_without_reruns_shows_one_attempt_each(project: Project) -> None:
+def _pytest_junitxml(project: Project, *extra: str) -> None:
+    """pytest's own ``--junitxml`` of the suite, into out/pytest.xml."""
     project.write("tests/test_suite.py", SUITE)
     done = subprocess.run(
-        [*PYTEST, "--junitxml=out/pytest.xml", "-p", "no:rerunfailures"],
+        [*PYTEST, "--junitxml=out/pytest.xml", *extra],
         cwd=project.root,
         env=clean_env(),
         capture_output=True,
@@ -137,6 +135,10 @@ def test_pytests_junitxml_without_reruns_shows_one_attempt_each(project: Project
         timeout=120,
     )
     assert done.returncode == 1, done.stdout
+
+
+def test_pytests_junitxml_without_reruns_shows_one_attempt_each(project: Project) -> None:
+    _pytest_junitxml(project, "-p", "no:rerunfailures")
     published = _publish(project, "--junit", "out/pytest.xml")
     assert published.returncode == 1, published.stdout + published.stderr
     # Nothing was rerun: the flaky test's one attempt failed, and that is all the file says.
@@ -149,16 +151,7 @@ def test_pytests_junitxml_without_reruns_shows_one_attempt_each(project: Project
 def test_pytests_own_junitxml_gives_the_outcomes_flakewarden_run_does(
     project: Project, extra: list[str]
 ) -> None:
-    project.write("tests/test_suite.py", SUITE)
-    done = subprocess.run(
-        [*PYTEST, "--junitxml=out/pytest.xml", *extra],
-        cwd=project.root,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 1, done.stdout
+    _pytest_junitxml(project, *extra)
     published = _publish(project, "--junit", "out/*.xml")
     assert published.returncode == 1, published.stdout + published.stderr
     assert _by_name(_outcomes(project.root / "published")) == OUTCOMES
@@ -173,51 +166,45 @@ def test_pytests_own_junitxml_gives_the_outcomes_flakewarden_run_does(
     assert_schema_valid(project.root / "published" / "junit.xml")
 
 
-SAMPLE_OUTCOMES: dict[str, dict[str, tuple[str, int]]] = {
-    "gotestsum/gotestsum-rerun.xml": {
-        "example.com/sample::TestFail": ("failed", 3),
-        "example.com/sample::TestFlaky": ("flaky", 2),
-        "example.com/sample::TestSkip": ("skipped", 1),
-        "example.com/sample::TestPass": ("passed", 1),
-    },
-    "maven-surefire/TEST-sample.SampleTest.xml": {
-        "sample.SampleTest::passes": ("passed", 1),
-        "sample.SampleTest::fails": ("failed", 3),
-        "sample.SampleTest::flaky": ("flaky", 2),
-        "sample.SampleTest::skipped": ("skipped", 1),
-    },
-    "pytest/pytest-rerunfailures.xml": {
-        "test_sample::test_pass": ("passed", 1),
-        "test_sample::test_fail": ("failed", 3),
-        "test_sample::test_skip": ("skipped", 1),
-        "test_sample::test_flaky": ("flaky", 2),
-    },
-    # These runners keep no trace of a retry: the flaky test is a plain pass there.
+def _sample(ids: list[str], retries: bool) -> dict[str, tuple[str, int]]:
+    """What each sample's suite gives: its tests pass, fail, skip and flake (fail once, then
+    pass) in that order; a runner that retries shows the failing test's 3 attempts and the
+    flaky one's 2; one that keeps no trace of a retry shows one attempt each, a plain pass."""
+    seen = [("passed", 1), ("failed", 3), ("skipped", 1), ("flaky", 2)]
+    if not retries:
+        seen = [("passed", 1), ("failed", 1), ("skipped", 1), ("passed", 1)]
+    return dict(zip(ids, seen))
+
+
+def _named(prefix: str, *names: str) -> list[str]:
+    return [f"{prefix}{name}" for name in names]
+
+
+SAMPLE_OUTCOMES = {
+    "gotestsum/gotestsum-rerun.xml": _sample(
+        _named("example.com/sample::Test", "Pass", "Fail", "Skip", "Flaky"), retries=True
+    ),
+    "maven-surefire/TEST-sample.SampleTest.xml": _sample(
+        _named("sample.SampleTest::", "passes", "fails", "skipped", "flaky"), retries=True
+    ),
+    "pytest/pytest-rerunfailures.xml": _sample(
+        _named("test_sample::test_", "pass", "fail", "skip", "flaky"), retries=True
+    ),
     # jest-junit's classname and name are both "{describe} {title}": here, with no describe,
     # " fails" (the spaces are dropped).
-    "jest/jest-junit.xml": {
-        "passes::passes": ("passed", 1),
-        "fails::fails": ("failed", 1),
-        "skipped::skipped": ("skipped", 1),
-        "flaky::flaky": ("passed", 1),
-    },
-    "mocha/mocha-junit-reporter-includePending.xml": {
-        "passes::sample passes": ("passed", 1),
-        "fails::sample fails": ("failed", 1),
-        "skipped::sample skipped": ("skipped", 1),
-        "flaky::sample flaky": ("passed", 1),
-    },
-    "playwright/playwright-junit.xml": {
-        "sample.spec.js::passes": ("passed", 1),
-        "sample.spec.js::fails": ("failed", 1),
-        "sample.spec.js::skipped": ("skipped", 1),
-        "sample.spec.js::flaky": ("passed", 1),
-    },
-    "node-test/node-test-junit.xml": {
-        "test::passes": ("passed", 1),
-        "test::fails": ("failed", 1),
-        "test::skipped": ("skipped", 1),
-    },
+    "jest/jest-junit.xml": _sample(
+        [f"{n}::{n}" for n in ("passes", "fails", "skipped", "flaky")], retries=False
+    ),
+    "mocha/mocha-junit-reporter-includePending.xml": _sample(
+        [f"{n}::sample {n}" for n in ("passes", "fails", "skipped", "flaky")], retries=False
+    ),
+    "playwright/playwright-junit.xml": _sample(
+        _named("sample.spec.js::", "passes", "fails", "skipped", "flaky"), retries=False
+    ),
+    # node's runner has no retries: the sample has no flaky test.
+    "node-test/node-test-junit.xml": _sample(
+        _named("test::", "passes", "fails", "skipped"), retries=False
+    ),
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import PYTEST, Project
+from conftest import BUMP_BY_NAME, PYTEST, Project
 
 from flakewarden.config import load
 from flakewarden.errors import ConfigError
@@ -107,18 +107,11 @@ def test_the_config_file_takes_rerun_only_and_except(tmp_path: Path) -> None:
         load(path, tmp_path)
 
 
-SUITE = """
+SUITE = (
+    """
 from pathlib import Path
 
 import errors
-
-
-def bump(name):
-    # One file per test: xdist's workers run tests at the same time.
-    count = Path(__file__).with_name(name + ".count")
-    runs = int(count.read_text()) + 1 if count.exists() else 1
-    count.write_text(str(runs))
-    return runs
 
 
 def test_assertion():
@@ -148,6 +141,8 @@ def test_timeout_then_assertion():
         raise TimeoutError("first a timeout")
     assert False, "then a real bug"
 """
+    + BUMP_BY_NAME
+)
 
 
 def _suite(project: Project) -> None:

@@ -150,3 +150,25 @@ def test_the_margin_grows_with_the_baseline_rate() -> None:
     margin = Margin(0.0025, 0.5)
     assert margin.at(0.0) == 0.0025
     assert margin.at(0.20) == pytest.approx(0.10)
+
+
+def test_a_knob_that_drew_more_failures_by_chance_still_gets_a_budget() -> None:
+    # The coin test's shape: the knob's processes drew 2 failures in 10 runs, the
+    # baseline's 1, and the paired sign test sees no lean. Were the knob to do nothing,
+    # both arms run at the pooled rate (15%): the knob's upper bound and the baseline's
+    # lower bound both close on it, so enough runs bound the knob within the 50% relative
+    # margin. Measured against the baseline's 10% alone, no number of runs would.
+    sequential = Sequential(KNOBS)
+    sequential.add_round(
+        {
+            "baseline": [Counts(5, 0), Counts(5, 1)],
+            "switch-interval": [Counts(5, 2), Counts(5, 0)],
+            "cpu-load": [Counts(5, 0)] * 2,
+            "throttle": [Counts(5, 0)] * 2,
+        }
+    )
+    knob = "switch-interval"
+    assert sequential.state(knob) == OPEN and not sequential.leans(knob)
+    more = sequential.runs_to_settle(knob)
+    # At 15%, the bounds meet the margin between 1,280 and 2,560 runs of each arm.
+    assert more is not None and 1270 <= more <= 2550, more

@@ -409,8 +409,8 @@ class Sequential:
     def runs_to_settle(self, knob: str) -> Optional[int]:
         """About how many more runs of this knob (and as many of the baseline) would settle it.
 
-        None when more runs at the rates seen so far would settle nothing: the
-        knob's rate is already above what the margin allows, yet no race.
+        None when more runs at the rates seen so far would settle nothing: even at the
+        pooled rate, known exactly, the widened bound would stay above the margin.
         """
         total = self.totals[knob]
         if total.runs == 0:
@@ -420,26 +420,29 @@ class Sequential:
             need = math.log(self.threshold)
             return max(1, math.ceil(total.runs * (need / log_e - 1)))
         # Bounding settles a knob that does nothing: its rate is then the baseline's, and
-        # the pooled rate of the two arms is the best estimate of that rate.
+        # the pooled rate of the two arms is the best estimate of that rate, for both arms:
+        # the projected bound compares the knob's upper bound with the baseline's lower
+        # bound (what the baseline's rate is at least), each at the pooled rate.
         rate = (total.failures + self.base.failures) / (total.runs + self.base.runs)
-        target = self.baseline_rate + self.margin.at(self.baseline_rate)
         fixed_now = upper_bound(total.failures, total.runs, 1 - self.beta)
         # The fixed-sample bound at the same rate, widened for any number of looks by the
         # ratio the anytime bound has to it now (at most 1.3, what it tends to with runs).
         widen = min(1.3, max(1.0, self.bound(knob).upper / max(fixed_now, 1e-12)))
-        if widen * rate >= target:
-            return None
+        if widen * rate >= rate + self.margin.at(rate):
+            return None  # even exact rates would leave the widened bound above the margin
         n = total.runs
         for _ in range(20):  # up to a million times the runs so far
             n *= 2
             failures = round(rate * n)
-            # The normal approximation past a few thousand failures: the exact bound
-            # costs time in proportion to the failures.
+            # The normal approximation past a few thousand failures: the exact bounds
+            # cost time in proportion to the failures.
             if failures > 2000:
-                estimate = rate + 1.2816 * math.sqrt(rate * (1 - rate) / n)
+                spread = math.sqrt(rate * (1 - rate) / n)
+                upper, lower = rate + 1.2816 * spread, rate - 1.6449 * spread
             else:
-                estimate = upper_bound(failures, n, 1 - self.beta)
-            if widen * estimate <= target:
+                upper = upper_bound(failures, n, 1 - self.beta)
+                lower = lower_bound(failures, n, BASELINE_CONFIDENCE)
+            if widen * upper <= lower + self.margin.at(lower):
                 return max(0, n - total.runs)
         return None
 

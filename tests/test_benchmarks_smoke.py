@@ -108,3 +108,23 @@ def test_stress_sequential_simulation_meets_its_targets_at_a_small_size() -> Non
         race, allowed = rows[case][0], rows[case][3]
         assert float(race.rstrip("%")) >= 90.0 and float(allowed.rstrip("%")) <= 5.0, done.stdout
     assert rows["never fails"][2] == "100.0%", done.stdout  # not-reproducible, bounded
+
+
+def test_plugin_evidence_benchmark_runs_at_a_tiny_size() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "bench_plugin_evidence.py"),
+            *("--tests", "40", "--pairs", "1"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Both plugins recorded each of the 40 tests (a start and a test record apiece) and
+    # the session's config, collection, pytest's counts and exit: 84 lines each.
+    assert done.stdout.count(", 84 record lines") == 2, done.stdout
+    assert "ratio candidate/baseline: wall" in done.stdout, done.stdout

@@ -37,7 +37,7 @@ from github_fixtures import FakeClock, flaky, write_report
 from flakewarden.cli import main
 from flakewarden.errors import GitHubError
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.quarantine_set import fetch_quarantined_set
+from flakewarden.quarantine.quarantined import fetch_quarantined_set
 
 REPO = "octo-org/octo-repo"
 

@@ -24,12 +24,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from github_emulator import GitHubEmulator
 from github_fixtures import FakeSleep, flaky
 
-from flakewarden.github import digest
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.flake_issues import file_flakes
-from flakewarden.github.flake_records import LABEL, RunContext
-from flakewarden.github.hit_ledger import record_line
-from flakewarden.github.marker import format_marker
+from flakewarden.issues.digest import ranking as digest
+from flakewarden.issues.filing import file_flakes
+from flakewarden.issues.hit_ledger import record_line
+from flakewarden.issues.marker import format_marker
+from flakewarden.issues.records import LABEL, RunContext
 
 REPO = "octo-org/octo-repo"
 # The emulator stamps writes with the real clock, so "now" is real too; the seeded issues

@@ -26,7 +26,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 DEFAULT_PLUGIN = (
-    Path(__file__).resolve().parent.parent / "src/flakewarden/runner/plugin/recorder.py"
+    Path(__file__).resolve().parent.parent / "src/flakewarden/inside/plugin/recorder.py"
 )
 
 

@@ -26,9 +26,9 @@ from typing import Any, Optional
 from github_emulator import GitHubEmulator, LoggedRequest
 from github_fixtures import flaky, write_report
 
-from flakewarden.github.flake_records import FlakeIssue
-from flakewarden.github.hit_ledger import Checkpoint, records_of
-from flakewarden.github.marker import read_marker
+from flakewarden.issues.hit_ledger import Checkpoint, records_of
+from flakewarden.issues.marker import read_marker
+from flakewarden.issues.records import FlakeIssue
 
 TEST_ID = "tests/test_race.py::test_shared_state"
 

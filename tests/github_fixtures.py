@@ -13,8 +13,8 @@ import pytest
 from github_emulator import GitHubEmulator
 
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.flake_records import LABEL, title_for
-from flakewarden.github.marker import format_marker, read_marker
+from flakewarden.issues.marker import format_marker, read_marker
+from flakewarden.issues.records import LABEL, title_for
 from flakewarden.model import Attempt, AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult
 
 

@@ -863,7 +863,7 @@ def test_usage_errors_still_write_outputs(
 def test_the_shard_inputs_run_one_shard_balanced_by_the_given_durations(
     runner: Runner,
 ) -> None:
-    from flakewarden.runner.plugin import shard_of
+    from flakewarden.inside.plugin import shard_of
 
     project = make_project(runner.workspace, broken=True)
     whole = runner.run({"working-directory": "project", "reruns": "0"})
@@ -1108,7 +1108,7 @@ def test_no_flake_issues_step_when_nothing_was_flaky(runner: Runner) -> None:
 def test_quarantined_failure_keeps_the_job_green_and_is_counted(runner: Runner) -> None:
     from github_emulator import GitHubEmulator
 
-    from flakewarden.github.marker import format_marker, read_marker
+    from flakewarden.issues.marker import format_marker, read_marker
 
     project = make_project(runner.workspace)
     (project / "tests" / "test_quarantined.py").write_text(
@@ -1223,7 +1223,7 @@ def test_no_process_holds_the_token_while_the_tests_run(runner: Runner) -> None:
 
     from github_emulator import GitHubEmulator
 
-    from flakewarden.github.marker import format_marker
+    from flakewarden.issues.marker import format_marker
 
     token = "ghs_" + secrets.token_hex(18)  # unique: no other process on this machine has it
     project = make_project(runner.workspace)

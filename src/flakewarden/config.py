@@ -15,22 +15,16 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from flakewarden.config_yaml import SHOWN, load_yaml
 from flakewarden.errors import ConfigError
+from flakewarden.model.verdicts import (
+    FLAKY,
+    INCONCLUSIVE,
+    NEVER_QUARANTINE,
+    NOT_REPRODUCIBLE,
+    VERDICTS,
+)
 
 DEFAULT_PATH = Path(".github") / "flakewarden.yml"
-VERDICTS = (
-    "deterministic",
-    "race",
-    "order-dependent",
-    "seed-dependent",
-    "non-idempotent",
-    "flaky",
-    "not-reproducible",
-    "inconclusive",
-    "error",
-)
 MAX_ATTEMPT_TIMEOUT = 10 * 24 * 3600.0  # seconds: ten days is no limit at all
-# A race or a real break is never quarantined, whatever a file says.
-NEVER_QUARANTINE = ("race", "deterministic", "inconclusive", "error")
 
 
 # The three records below are NamedTuples, not dataclasses: ``flakewarden run`` reads its
@@ -42,7 +36,7 @@ class QuarantinePolicy(NamedTuple):
     min_failures: int = 3
     require_stress_verdict: bool = True
     stress_runs: int = 200
-    allowed_verdicts: tuple[str, ...] = ("not-reproducible", "flaky")
+    allowed_verdicts: tuple[str, ...] = (NOT_REPRODUCIBLE, FLAKY)
     verdict_max_age_days: float = 14
     # flaky / not-reproducible: the largest knob effect the stress runs may leave unexcluded
     max_knob_increase: float = 0.0025
@@ -205,7 +199,7 @@ def _verdicts(path: str, value: Any) -> tuple[str, ...]:
         if verdict in NEVER_QUARANTINE:
             why = (
                 "the runs ended before a knob's effect was found or ruled out"
-                if verdict == "inconclusive"
+                if verdict == INCONCLUSIVE
                 else "a race or a real break must be fixed, not hidden"
             )
             raise ConfigError(f"{path}: {shown(verdict)} can never allow a quarantine ({why})")

@@ -21,7 +21,7 @@ from github_fixtures import checked_emulator, emulator_env, flaky, passed, write
 from hermetic import clean_env
 
 from flakewarden.cli import main
-from flakewarden.github.pr_comment import name_of
+from flakewarden.issues.pr_comment import name_of
 
 SHA = "feedfacefeedfacefeedfacefeedfacefeedface"
 ARTIFACT = "flakewarden-report"

@@ -14,7 +14,7 @@ from github_fixtures import emulator_env as _env
 from history_builders import ingest, report
 
 from flakewarden.cli import main
-from flakewarden.github.marker import format_marker
+from flakewarden.issues.marker import format_marker
 
 NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
 OFTEN = "tests/t.py::test_often"  # 10 flaky runs now, 2 the window before: rising

@@ -18,9 +18,9 @@ from github_fixtures import issue_marker as _marker
 from history_builders import ingest, report
 
 from flakewarden.cli import main
-from flakewarden.github.flake_records import LABEL, iso, title_for
-from flakewarden.github.marker import format_marker, id_fields
-from flakewarden.github.quarantine_set import QUARANTINED
+from flakewarden.issues.marker import format_marker, id_fields
+from flakewarden.issues.records import LABEL, iso, title_for
+from flakewarden.quarantine.quarantined import QUARANTINED
 
 TEST = "tests/test_cache.py::test_fill"
 FILLER = {f"tests/test_b.py::test_{n}": "p" for n in range(10)}

@@ -13,8 +13,8 @@ from history_builders import ingest, report
 from workflow_commands import command_stream
 
 from flakewarden.cli import main
-from flakewarden.history.scores import Tally, tally
 from flakewarden.history.store import HistoryStore
+from flakewarden.history.tallies import Tally, tally
 from flakewarden.history.tally_query import tally_store
 from flakewarden.model.binomial import clopper_pearson
 

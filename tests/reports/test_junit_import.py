@@ -327,7 +327,7 @@ def test_issues_and_the_history_work_from_a_junit_report(
     from github_fixtures import checked_emulator, emulator_env
 
     from flakewarden.cli import main
-    from flakewarden.github.marker import read_marker
+    from flakewarden.issues.marker import read_marker
 
     published = _publish(project, "--junit", str(SAMPLES / "maven-surefire" / "*.xml"))
     assert published.returncode == 1, published.stderr

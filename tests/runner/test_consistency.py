@@ -10,7 +10,7 @@ import pytest
 from conftest import PYTEST, Project
 from workflow_commands import parse_commands
 
-from flakewarden.runner.results import RecordReader, read_results
+from flakewarden.runner.process_results import RecordReader, read_results
 from flakewarden.runner.summary_counts import SummaryCounts, recorded_counts
 
 SUMMARY = re.compile(r"^(?:=+ )?(\d+ \w.*) in [\d.]+s(?: \(.*\))?(?: =+)?$", re.MULTILINE)

@@ -55,7 +55,7 @@ from pathlib import Path
 
 from flakewarden.reports.report_json import write_reports
 from flakewarden.runner.folding import fold
-from flakewarden.runner.results import read_results
+from flakewarden.runner.process_results import read_results
 from flakewarden.runner.reruns import RunOptions, run_attempts
 
 root, out = Path(sys.argv[1]), Path(sys.argv[2])

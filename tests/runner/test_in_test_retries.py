@@ -14,7 +14,7 @@ from github_emulator import GitHubEmulator
 from github_fixtures import checked_emulator, emulator_env
 
 from flakewarden.cli import main
-from flakewarden.github.marker import read_marker
+from flakewarden.issues.marker import read_marker
 from flakewarden.model import RunReport
 from flakewarden.reports.annotations import NOTICE, plan_annotations
 

@@ -10,8 +10,8 @@ import pytest
 from conftest import PYTEST, Project, flaky_module
 
 from flakewarden.history.store import HistoryStore
+from flakewarden.inside.plugin import shard_of
 from flakewarden.reports.report_json import read_report
-from flakewarden.runner.plugin import shard_of
 
 SEED = 20261202
 

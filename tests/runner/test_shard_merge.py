@@ -13,7 +13,7 @@ from conftest import Project, flaky_module
 from hermetic import clean_env
 from workflow_commands import parse_commands
 
-from flakewarden.runner.plugin import shard_of
+from flakewarden.inside.plugin import shard_of
 
 COVERAGE_CONFIG = """
 [run]

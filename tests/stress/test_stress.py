@@ -617,7 +617,7 @@ def test_merge_keeps_a_deterministic_shard(tmp_path: Path) -> None:
 def test_comment_records_the_verdict_on_the_flake_issue(tmp_path: Path) -> None:
     from github_emulator import GitHubEmulator
 
-    from flakewarden.github.marker import format_marker, read_marker
+    from flakewarden.issues.marker import format_marker, read_marker
 
     test_id = "tests/test_x.py::test_y"
     for name, shard in (

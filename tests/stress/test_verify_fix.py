@@ -15,7 +15,7 @@ from github_emulator import GitHubEmulator
 from github_fixtures import checked_emulator, emulator_env
 
 from flakewarden.cli import main
-from flakewarden.github.marker import format_marker, read_marker
+from flakewarden.issues.marker import format_marker, read_marker
 
 OK = "test_cache.py::test_fill"
 # The test records whether a token reached it: the fix check must never hand one over.

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from flakewarden.actions import runtime
 from flakewarden.commands.argtypes import whole_number
 from flakewarden.commands.github_options import (
     add_deadline_options,
@@ -23,10 +24,9 @@ from flakewarden.commands.github_options import (
 )
 from flakewarden.config import load as load_config
 from flakewarden.errors import GitHubError
-from flakewarden.github import gha
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.flake_records import RunContext
-from flakewarden.github.pr_comment import check_name, post
+from flakewarden.issues.pr_comment import check_name, post
+from flakewarden.issues.records import RunContext
 from flakewarden.model import ExitCode, RunReport
 from flakewarden.reports.report_json import REPORT_JSON, read_report
 
@@ -83,7 +83,7 @@ def pull_request_of(report: RunReport, env: Optional[dict[str, str]] = None) -> 
 
 
 def _warn(message: str) -> None:
-    gha.warn(message, "flakewarden comment")
+    runtime.warn(message, "flakewarden comment")
 
 
 def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:

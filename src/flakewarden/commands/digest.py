@@ -18,7 +18,7 @@ from flakewarden.commands.history_options import add_history_option, load_scores
 from flakewarden.console import one_line
 from flakewarden.errors import UsageError
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.digest import build_digest
+from flakewarden.issues.digest.ranking import build_digest
 from flakewarden.model import ExitCode
 
 
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     history = None
     if getattr(args, "history", None) is not None:
         from flakewarden.config import load
-        from flakewarden.github.digest_history import HistoryDigest
+        from flakewarden.issues.digest.history import HistoryDigest
 
         selection, scores = load_scores(
             args.history, args, load(args.config, Path.cwd()), with_previous=True

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
 
+from flakewarden.actions import runtime
 from flakewarden.commands.argtypes import number
-from flakewarden.github import gha
 
 
 def add_github_options(
@@ -66,4 +66,4 @@ def event_payload(env: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
 
 def warn(message: str) -> None:
     """One escaped warning line (an annotation on GitHub Actions) from GitHub bookkeeping."""
-    gha.warn(message, "flakewarden issues")
+    runtime.warn(message, "flakewarden issues")

@@ -21,15 +21,15 @@ from flakewarden.config import Config
 from flakewarden.config import load as load_config
 from flakewarden.console import one_line, plural
 from flakewarden.errors import GitHubError
-from flakewarden.github import codeowners, notify
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.codeowners import Ownership
-from flakewarden.github.flake_issues import file_flakes
-from flakewarden.github.flake_records import FilingResult, RunContext, iso
-from flakewarden.github.hit_ledger import Evidence
-from flakewarden.github.marker import parse_time
-from flakewarden.github.quarantine_count import count_quarantined
+from flakewarden.issues import notify, owners
+from flakewarden.issues.filing import file_flakes
+from flakewarden.issues.hit_ledger import Evidence
+from flakewarden.issues.marker import parse_time
+from flakewarden.issues.owners import Ownership
+from flakewarden.issues.records import FilingResult, RunContext, iso
 from flakewarden.model import ExitCode, Outcome, RunReport, TestResult
+from flakewarden.quarantine.counts import count_quarantined
 from flakewarden.reports.report_dir import written_in_this_job
 from flakewarden.reports.report_json import REPORT_JSON, read_report
 
@@ -126,7 +126,7 @@ def ownership_of(config: Config, report: RunReport, cwd: Path) -> Ownership:
     repository's (a report merged from another runner's checkout).
     """
     root = repository_root(cwd)
-    file_rules, skipped = codeowners.load(root)
+    file_rules, skipped = owners.load(root)
     prefix = ""
     if report.rootdir:
         try:
@@ -134,7 +134,7 @@ def ownership_of(config: Config, report: RunReport, cwd: Path) -> Ownership:
         except (ValueError, OSError):
             prefix = ""
     return Ownership(
-        config_rules=codeowners.from_config(dict(config.owners)),
+        config_rules=owners.from_config(dict(config.owners)),
         file_rules=file_rules,
         prefix="" if prefix == "." else prefix,
         triage_label=config.triage_label,

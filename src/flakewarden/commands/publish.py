@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from flakewarden.actions import runtime
 from flakewarden.commands.argtypes import add_xunit1_option
 from flakewarden.errors import ReportMissing, UsageError
-from flakewarden.github import gha
 from flakewarden.model import ExitCode, RunReport
 from flakewarden.reports.report_dir import claim_directory
 from flakewarden.reports.report_json import REPORT_JSON, read_report
@@ -84,15 +84,15 @@ def publish(args: argparse.Namespace) -> int:
     if args.junit:
         return publish_junit(args)
     report = load_report(args.report_dir)
-    gha.publish(report, args.report_dir, artifact_name=args.artifact_name)
+    runtime.publish(report, args.report_dir, artifact_name=args.artifact_name)
     return int(ExitCode.OK)
 
 
 def publish_junit(args: argparse.Namespace) -> int:
     """Build the report from JUnit XML files, write it, publish it; the run's exit code."""
     from flakewarden.commands.run import console_summary
-    from flakewarden.github.quarantine import read_quarantined_file
     from flakewarden.history.context import collect_context
+    from flakewarden.quarantine.labels import read_quarantined_file
     from flakewarden.reports.junit_import import junit_paths, report_from_junit
     from flakewarden.reports.report_json import write_reports
     from flakewarden.runner.folding import exit_code
@@ -115,7 +115,7 @@ def publish_junit(args: argparse.Namespace) -> int:
     write_reports(report, report_dir, artifact_name=args.artifact_name, xunit1=args.junit_xunit1)
     console_summary(report, args.report_dir)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        gha.publish(report, report_dir, artifact_name=args.artifact_name)
+        runtime.publish(report, report_dir, artifact_name=args.artifact_name)
     return report.exit_code
 
 

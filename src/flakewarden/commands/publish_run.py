@@ -21,22 +21,22 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from flakewarden.actions import runtime
 from flakewarden.commands.argtypes import whole_number
 from flakewarden.commands.github_options import add_deadline_options, add_github_options
 from flakewarden.config import load as load_config
 from flakewarden.errors import ReportError, UsageError
-from flakewarden.github import gha
 from flakewarden.github.api import GitHubClient
 from flakewarden.github.artifacts import ArtifactExpired, download_artifact, report_artifacts
 from flakewarden.github.download import TokenlessDownloader
-from flakewarden.github.flake_records import RunContext
-from flakewarden.github.pr_comment import check_name, post
 from flakewarden.github.pull_check import (
     PULL_REQUEST_EVENTS,
     run_facts,
     verified_pull_request,
 )
 from flakewarden.history.artifact_zip import reports_in_zip
+from flakewarden.issues.pr_comment import check_name, post
+from flakewarden.issues.records import RunContext
 from flakewarden.model import ExitCode, RunReport
 
 DEFAULT_ARTIFACT = "flakewarden-report"
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         listed = report_artifacts(client, repository, facts.id, args.artifact)
         named = [a for a in listed if a.name == args.artifact]
         if not named:
-            gha.warn(
+            runtime.warn(
                 f"run {facts.id} has no artifact {args.artifact}: its tests did not get as far "
                 "as uploading a report; nothing to publish",
                 "flakewarden publish-run",
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         )
         posted = post(client, repository, pr, report, where, args.name)
     except ArtifactExpired as exc:
-        gha.warn(f"{exc}; nothing to publish", "flakewarden publish-run")
+        runtime.warn(f"{exc}; nothing to publish", "flakewarden publish-run")
         return int(ExitCode.OK)
     finally:
         downloader.close()

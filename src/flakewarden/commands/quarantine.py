@@ -107,17 +107,17 @@ def run_quarantine(args: argparse.Namespace) -> int:
     repository = _repository(args)
     history = None
     if args.history is not None:  # a missing or corrupt history fails before any request
-        from flakewarden.github.quarantine_policy import Evidence
+        from flakewarden.quarantine.policy import Evidence
 
         selection, scores = load_scores(args.history, args, config)
         history = Evidence(scores.get(args.test_id), selection.info.describe())
     sys.stdout.write(_evidence_line(args, history.window if history else ""))
-    from flakewarden.github import quarantine as q
     from flakewarden.github.api import GitHubClient
-    from flakewarden.github.flake_records import RunContext
-    from flakewarden.github.flake_tracker import FlakeTracker
-    from flakewarden.github.known_races import read_race_patterns
-    from flakewarden.github.quarantine_set import QUARANTINED
+    from flakewarden.issues.records import RunContext
+    from flakewarden.issues.tracker import FlakeTracker
+    from flakewarden.quarantine import labels as q
+    from flakewarden.quarantine.known_races import read_race_patterns
+    from flakewarden.quarantine.quarantined import QUARANTINED
 
     race_path = Path(config.known_race_patterns)
     if not race_path.is_absolute():
@@ -166,10 +166,10 @@ def run_quarantine(args: argparse.Namespace) -> int:
 
 def run_release(args: argparse.Namespace) -> int:
     repository = _repository(args)
-    from flakewarden.github import quarantine as q
     from flakewarden.github.api import GitHubClient
-    from flakewarden.github.flake_records import RunContext
-    from flakewarden.github.flake_tracker import FlakeTracker
+    from flakewarden.issues.records import RunContext
+    from flakewarden.issues.tracker import FlakeTracker
+    from flakewarden.quarantine import labels as q
 
     client = GitHubClient.from_env(args.token)
     try:
@@ -195,7 +195,8 @@ def _notify_escalations(
     """One webhook message per escalation, fail-open within ``issues_deadline``."""
     import time
 
-    from flakewarden.github import gha, notify
+    from flakewarden.actions import runtime
+    from flakewarden.issues import notify
 
     url = notify.webhook_url(config.webhook_url)
     messages = [
@@ -216,7 +217,7 @@ def _notify_escalations(
         return
     until = time.monotonic() + config.issues_deadline
     for problem in notify.send(url, messages, lambda: until - time.monotonic()):
-        gha.warn(problem, "flakewarden reevaluate")
+        runtime.warn(problem, "flakewarden reevaluate")
 
 
 def run_reevaluate(args: argparse.Namespace, client: Optional[Any] = None) -> int:
@@ -227,10 +228,10 @@ def run_reevaluate(args: argparse.Namespace, client: Optional[Any] = None) -> in
         selection, scores = load_scores(args.history, args, config, with_previous=True)
         window = selection.info.describe()
     sys.stdout.write(_evidence_line(args, window))
-    from flakewarden.github import quarantine as q
     from flakewarden.github.api import GitHubClient
-    from flakewarden.github.flake_records import RunContext
-    from flakewarden.github.flake_tracker import FlakeTracker
+    from flakewarden.issues.records import RunContext
+    from flakewarden.issues.tracker import FlakeTracker
+    from flakewarden.quarantine import labels as q
 
     client = client or GitHubClient.from_env(args.token)
     try:

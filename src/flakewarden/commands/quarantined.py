@@ -51,8 +51,8 @@ def read_from_github(
 ) -> Optional[frozenset[str]]:
     """The quarantined ids, or None after one warning when they cannot be read in time."""
     from flakewarden.errors import GitHubError
-    from flakewarden.github.quarantine import warn
-    from flakewarden.github.quarantine_set import fetch_quarantined_set
+    from flakewarden.quarantine.labels import warn
+    from flakewarden.quarantine.quarantined import fetch_quarantined_set
 
     try:
         if not repository or repository.count("/") != 1:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, TypeVar
 
+from flakewarden.actions.fence import output_fence
 from flakewarden.commands.argtypes import (
     add_gate_options,
     add_xunit1_option,
@@ -21,7 +22,6 @@ from flakewarden.config import MAX_ATTEMPT_TIMEOUT
 from flakewarden.config import load as load_config
 from flakewarden.console import one_line
 from flakewarden.errors import UsageError
-from flakewarden.github.fence import output_fence
 from flakewarden.model import ExitCode, Outcome, timings
 from flakewarden.runner.reruns import RunOptions, run_attempts
 
@@ -210,9 +210,9 @@ def run(args: argparse.Namespace) -> int:
         console_summary(report, shown_dir)
     if on_actions:
         with timings.phase("github actions"):
-            from flakewarden.github import gha
+            from flakewarden.actions import runtime
 
-            gha.publish(report, report_dir, artifact_name=args.artifact_name)
+            runtime.publish(report, report_dir, artifact_name=args.artifact_name)
     return report.exit_code
 
 
@@ -236,7 +236,7 @@ def quarantined_set(args: argparse.Namespace, deadline: float = 15.0) -> frozens
     """The tests whose failures do not fail this run; none when the set cannot be read."""
     found: frozenset[str] = frozenset()
     if args.quarantined_file is not None:
-        from flakewarden.github.quarantine import read_quarantined_file
+        from flakewarden.quarantine.labels import read_quarantined_file
 
         found = read_quarantined_file(args.quarantined_file)
     # On a laptop the token comes from GITHUB_TOKEN. The action never gives this process a

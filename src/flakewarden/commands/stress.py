@@ -13,13 +13,14 @@ from flakewarden.commands.github_options import add_github_options, warn
 from flakewarden.console import one_line
 from flakewarden.errors import GitHubError, ReportMissing, UsageError
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.flake_records import RunContext
-from flakewarden.github.flake_tracker import FlakeTracker
+from flakewarden.issues.records import RunContext
+from flakewarden.issues.tracker import FlakeTracker
 from flakewarden.model import ExitCode
+from flakewarden.model.verdicts import ERROR, RACE
 from flakewarden.runner.process import Interrupted
 from flakewarden.stress.engine import Stress, StressOptions
 from flakewarden.stress.sequential import MARGIN, RELATIVE_MARGIN, Margin
-from flakewarden.stress.verdict import ERROR, RACE, Verdict, read_verdict
+from flakewarden.stress.verdict import Verdict, read_verdict
 from flakewarden.stress.verdict_merge import merge_verdicts
 from flakewarden.stress.verdict_render import text_chart, write_verdict
 

@@ -30,13 +30,13 @@ from flakewarden.commands.argtypes import number, whole_number
 from flakewarden.commands.github_options import add_github_options
 from flakewarden.console import one_line
 from flakewarden.errors import GitHubError, UsageError
-from flakewarden.github import markdown as md
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.fix_record import checkable, record
-from flakewarden.github.flake_records import LABEL, FlakeIssue, RunContext, iso
-from flakewarden.github.flake_tracker import FlakeTracker
-from flakewarden.github.marker import key_for, scan
+from flakewarden.issues.fix_record import checkable, record
+from flakewarden.issues.marker import key_for, scan
+from flakewarden.issues.records import LABEL, FlakeIssue, RunContext, iso
+from flakewarden.issues.tracker import FlakeTracker
 from flakewarden.model import ExitCode
+from flakewarden.reports import markdown as md
 from flakewarden.runner.process import Interrupted
 from flakewarden.stress.engine import Stress, StressOptions
 from flakewarden.stress.fix_check import FAILED, HELD, FixCheck, judge

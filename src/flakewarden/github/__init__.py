@@ -1,5 +1,6 @@
-"""GitHub: the REST client, Actions I/O, flake issues, the digest and quarantine.
+"""The GitHub REST client and its helpers: requests, errors, artifact downloads, pull checks.
 
-Everything that talks to GitHub or formats for it. Bookkeeping here is fail-open and runs
-within a deadline, so GitHub being slow or down never changes a run's outcome.
+Only the transport lives here; what flakewarden does with GitHub is in ``issues/``,
+``quarantine/`` and ``actions/``. Every caller's bookkeeping is fail-open and runs within a
+deadline, so GitHub being slow or down never changes a run's outcome.
 """

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
 from flakewarden.history import schema
-from flakewarden.history.scores import Tally
+from flakewarden.history.tallies import Tally
 from flakewarden.model import Outcome
 from flakewarden.model.history import HistoryRun
 

@@ -146,7 +146,7 @@ def score_window(
     now: Optional[dt.datetime] = None,
 ) -> tuple[Selection, dict[str, TestScore]]:
     """Select the window's runs from ``store`` and score every test seen in them."""
-    from flakewarden.history.scores import score_tallies
+    from flakewarden.history.tallies import score_tallies
     from flakewarden.history.tally_query import tally_store, test_names
 
     chosen = select(store, options, branch, branch_source, now, with_previous)

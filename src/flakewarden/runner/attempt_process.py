@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Callable, NamedTuple, Optional
 
 from flakewarden.model import timings
 from flakewarden.runner.process import ChildResult, plugin_env, run_child
-from flakewarden.runner.results import ProcessResults, RecordFollower
+from flakewarden.runner.process_results import ProcessResults, RecordFollower
 from flakewarden.runner.summary_counts import SummaryCounts
 
 if TYPE_CHECKING:

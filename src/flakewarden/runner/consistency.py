@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 from flakewarden.console import one_line
 from flakewarden.model import Attempt
 from flakewarden.reports.annotations import headline
-from flakewarden.runner.results import ProcessResults
+from flakewarden.runner.process_results import ProcessResults
 from flakewarden.runner.summary_counts import SummaryCounts
 
 #: The summary-line categories compared, in the order differences are listed.

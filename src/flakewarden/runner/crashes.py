@@ -24,7 +24,7 @@ from flakewarden.model import Attempt, Continuation, ExitCode, PhaseRecord, Test
 from flakewarden.runner import consistency
 from flakewarden.runner.attempt_process import Part
 from flakewarden.runner.process import ChildResult
-from flakewarden.runner.results import ProcessResults
+from flakewarden.runner.process_results import ProcessResults
 
 TAIL_LINES = 40
 TAIL_CHARS = 6000

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from flakewarden.runner.early_fold import EarlyFold
-from flakewarden.runner.results import ProcessResults
+from flakewarden.runner.process_results import ProcessResults
 
 if TYPE_CHECKING:
     from flakewarden.model import Attempt, RerunPolicy, TestRecord

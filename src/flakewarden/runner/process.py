@@ -27,11 +27,12 @@ from flakewarden.runner import leftovers
 PLUGIN_MODULE = "flakewarden_pytest_plugin"
 # Every folder plugin_dir makes is named so; coverage_merge drops any file measured in one.
 PLUGIN_DIR_PREFIX = "flakewarden-plugin-"
-_PLUGIN_PACKAGE = Path(__file__).with_name("plugin")
+_INSIDE = Path(__file__).parent.parent / "inside"
+_PLUGIN_PACKAGE = _INSIDE / "plugin"
 _PLUGIN_CODE_DIR = "plugin-code"
-# The stress fork server's script (``fork_server.py``), run by path in the tested interpreter.
+# The stress fork server's child (``inside/fork_child.py``), run by path in the tested interpreter.
 FORK_SERVER_FILE = "flakewarden_fork_server.py"
-_FORK_SERVER_SOURCE = Path(__file__).with_name("fork_server.py")
+_FORK_SERVER_SOURCE = _INSIDE / "fork_child.py"
 # A stub that runs the plugin package's code under file names starting with "<": coverage.py
 # never traces such code, whatever the project's config, so the tests' own coverage report
 # (pytest-cov prints one per attempt) never shows the plugin. The stub makes itself the

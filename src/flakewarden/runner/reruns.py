@@ -36,7 +36,7 @@ from flakewarden.runner.coverage_run import coverage_command, merge_coverage
 from flakewarden.runner.early_fold import EarlyFold
 from flakewarden.runner.loop_state import LoopState
 from flakewarden.runner.process import Interrupted, plugin_dir, resolve_executable
-from flakewarden.runner.results import ProcessResults, gc_paused
+from flakewarden.runner.process_results import ProcessResults, gc_paused
 
 if TYPE_CHECKING:
     from flakewarden.model import RerunPolicy, RunReport

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from flakewarden.model import ExitCode, first_line
-from flakewarden.runner.results import ProcessResults
+from flakewarden.runner.process_results import ProcessResults
 
 
 @dataclasses.dataclass

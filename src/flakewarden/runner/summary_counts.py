@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING, Optional
 
-from flakewarden.runner.results import ProcessResults
+from flakewarden.runner.process_results import ProcessResults
 
 if TYPE_CHECKING:
     from flakewarden.model import PhaseRecord, TestRecord

@@ -20,11 +20,12 @@ from collections.abc import Sequence
 from typing import Optional
 
 from flakewarden.model import AttemptOutcome, RunReport
+from flakewarden.model.verdicts import INCONCLUSIVE, ORDER_DEPENDENT
 from flakewarden.stress import stats
 from flakewarden.stress.causes import also_non_idempotent
 from flakewarden.stress.order import ORDER_CONFIRM, ORDER_REPLAYS, recorded_report, replay
 from flakewarden.stress.runs import Runner
-from flakewarden.stress.verdict import INCONCLUSIVE, ORDER_DEPENDENT, Arm, Verdict
+from flakewarden.stress.verdict import Arm, Verdict
 
 SHOWN_SETTERS = 3  # state-setters named in a reason; ``order.state_setter`` lists them all
 

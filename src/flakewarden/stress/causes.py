@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Optional
 
+from flakewarden.model.verdicts import SEED_DEPENDENT
 from flakewarden.stress import stats
 from flakewarden.stress.runs import Job, Runner
-from flakewarden.stress.verdict import SEED_DEPENDENT, Arm, Verdict
+from flakewarden.stress.verdict import Arm, Verdict
 
 SEEDS_TO_SWEEP = 20
 SEED_CONFIRM_PROCESSES = 8  # fresh processes per confirmed seed, one run each

@@ -38,6 +38,7 @@ from typing import Optional
 
 from flakewarden.errors import UsageError
 from flakewarden.model import AttemptOutcome, first_line
+from flakewarden.model.verdicts import DETERMINISTIC, ERROR
 from flakewarden.reports.report_json import claim_directory
 from flakewarden.runner import pytest_args
 from flakewarden.runner.process import plugin_dir, resolve_executable
@@ -47,7 +48,7 @@ from flakewarden.stress.causes import seed_phase
 from flakewarden.stress.order import order_phase
 from flakewarden.stress.runs import NO_RANDOMLY, Job, Runner, StressOptions, log_tail
 from flakewarden.stress.timing import timing_phase
-from flakewarden.stress.verdict import DETERMINISTIC, ERROR, Arm, Failure, Verdict
+from flakewarden.stress.verdict import Arm, Failure, Verdict
 
 __all__ = ["Stress", "StressOptions"]
 

@@ -15,7 +15,8 @@ import dataclasses
 from typing import Any
 
 from flakewarden.model.binomial import upper_bound
-from flakewarden.stress.verdict import ERROR, INCONCLUSIVE, NOT_REPRODUCIBLE, Verdict
+from flakewarden.model.verdicts import ERROR, INCONCLUSIVE, NOT_REPRODUCIBLE
+from flakewarden.stress.verdict import Verdict
 
 HELD = "held"
 FAILED = "failed"

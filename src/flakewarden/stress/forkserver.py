@@ -1,7 +1,7 @@
 """Fresh processes in milliseconds: stress runs forked from a server that imported pytest once.
 
 Spawning ``python -m pytest`` pays the interpreter's and pytest's start-up in
-every process (0.3-0.5 s). ``ForkServer`` instead starts ``runner/fork_server.py``
+every process (0.3-0.5 s). ``ForkServer`` instead starts ``inside/fork_child.py``
 in the tested interpreter, which imports pytest and the installed plugins once
 and forks a child per run; the child imports the test modules and conftest
 files itself, so the test's own state is fresh in every run. See the script's

@@ -15,11 +15,12 @@ from typing import Optional
 
 from flakewarden.errors import ReportError, UsageError
 from flakewarden.model import RunReport
+from flakewarden.model.verdicts import ORDER_DEPENDENT
 from flakewarden.reports.report_json import read_report
 from flakewarden.stress import stats
 from flakewarden.stress.causes import also_non_idempotent
 from flakewarden.stress.runs import NO_RANDOMLY, Job, Runner
-from flakewarden.stress.verdict import ORDER_DEPENDENT, Arm, Verdict
+from flakewarden.stress.verdict import Arm, Verdict
 
 ORDER_REPLAYS = 2  # processes per bisection step (the full replay runs one more)
 ORDER_CONFIRM = 5  # fresh processes that confirm the pair

@@ -25,7 +25,7 @@ from flakewarden import __version__
 from flakewarden.model import AttemptOutcome, TestRecord, first_line
 from flakewarden.runner import pytest_args
 from flakewarden.runner.process import plugin_env
-from flakewarden.runner.results import ProcessResults, read_results
+from flakewarden.runner.process_results import ProcessResults, read_results
 from flakewarden.stress.launcher import SPAWN, Launcher
 from flakewarden.stress.pool import ChildSpec, Throttle, burners, run_all
 from flakewarden.stress.sequential import DEFAULT_MARGIN, Margin
@@ -300,8 +300,6 @@ class Runner:
             line = shlex.join([*python, "-c", code, *args])
         else:
             line = shlex.join([*python, "-m", "pytest", *args])
-        if knob.startswith("burn-"):
-            burners = self.options.cores * int(knob[5:-1])
         if burners:
             line = (
                 f"for i in $(seq {burners}); do python3 -c 'while True: pass' & done; "

@@ -11,20 +11,12 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+from flakewarden.model.verdicts import FLAKY, INCONCLUSIVE, NON_IDEMPOTENT, NOT_REPRODUCIBLE, RACE
 from flakewarden.stress.causes import also_non_idempotent
 from flakewarden.stress.load import LOAD_KNOBS, LoadArm
 from flakewarden.stress.runs import Runner
 from flakewarden.stress.sequential import OPEN, Counts, Sequential, knob_summary
-from flakewarden.stress.verdict import (
-    FLAKY,
-    INCONCLUSIVE,
-    KNOB_DESCRIPTIONS,
-    NON_IDEMPOTENT,
-    NOT_REPRODUCIBLE,
-    RACE,
-    Arm,
-    Verdict,
-)
+from flakewarden.stress.verdict import KNOB_DESCRIPTIONS, Arm, Verdict
 
 FOUND_CAUSE_RUNS = 60  # first runs per arm when non-idempotence already explains the failures
 KNOBS = ("switch-interval", *LOAD_KNOBS)

@@ -15,53 +15,16 @@ from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.errors import ReportError
+from flakewarden.model.verdicts import (
+    NEEDS_BOUND,
+    QUARANTINE_ALLOWED,
+    RACE,
+    VERDICTS,
+)
 from flakewarden.stress import stats
 
 SCHEMA_VERSION = 1
 
-DETERMINISTIC = "deterministic"
-RACE = "race"
-ORDER_DEPENDENT = "order-dependent"
-SEED_DEPENDENT = "seed-dependent"
-NON_IDEMPOTENT = "non-idempotent"
-FLAKY = "flaky"
-NOT_REPRODUCIBLE = "not-reproducible"
-INCONCLUSIVE = "inconclusive"
-ERROR = "error"
-VERDICTS = (
-    DETERMINISTIC,
-    RACE,
-    ORDER_DEPENDENT,
-    SEED_DEPENDENT,
-    NON_IDEMPOTENT,
-    FLAKY,
-    NOT_REPRODUCIBLE,
-    INCONCLUSIVE,
-    ERROR,
-)
-
-# Quarantine needs evidence that the failure is not a real break and not a race.
-# An order or seed dependency, or a test that leaks state into itself (it passes
-# its first run in every fresh process and fails when repeated in the same one),
-# is a found, reproducible cause outside timing. A flat rate that no knob moves
-# (``flaky``), or no failure at all (``not-reproducible``), is allowed only when
-# the evidence bounds what every knob could be doing: each knob's runs exclude
-# an increase in the failure rate larger than the margin (``Verdict.power``).
-# Without that bound it is absence of evidence, and ``inconclusive`` (failures
-# that no rule explains when the budget ended) is always refused.
-QUARANTINE_ALLOWED = {
-    DETERMINISTIC: False,
-    RACE: False,
-    ORDER_DEPENDENT: True,
-    SEED_DEPENDENT: True,
-    NON_IDEMPOTENT: True,
-    FLAKY: True,
-    NOT_REPRODUCIBLE: True,
-    INCONCLUSIVE: False,
-    ERROR: False,
-}
-# Allowed only with every knob bounded within the margin.
-NEEDS_BOUND = (FLAKY, NOT_REPRODUCIBLE)
 
 KNOB_DESCRIPTIONS = {
     "baseline": "no knob: fixed order (-p no:randomly), default switch interval, no extra load",
@@ -70,9 +33,6 @@ KNOB_DESCRIPTIONS = {
     "4x slower than at baseline",
     "throttle": "the test's process group stopped for 4/5 or more of every short period "
     "(SIGSTOP/SIGCONT): its CPU work takes 5x or more as long by the clock",
-    # knobs of verdicts recorded before the load arms were defined by the slowdown
-    "burn-1x": "one CPU-burning process per core while the test runs",
-    "burn-2x": "two CPU-burning processes per core while the test runs",
 }
 
 
@@ -261,7 +221,7 @@ class Verdict:
         """The known-race-patterns entry to add for a race (YAML), else None."""
         if self.verdict != RACE:
             return None
-        from flakewarden.github.known_races import race_entry
+        from flakewarden.quarantine.known_races import race_entry
 
         return race_entry(self.test_id, self.knob, self.finished_at or self.started_at, link)
 

@@ -10,22 +10,16 @@ from __future__ import annotations
 import dataclasses
 
 from flakewarden.errors import ReportError
-from flakewarden.stress import stats
-from flakewarden.stress.verdict import (
-    DETERMINISTIC,
+from flakewarden.model.verdicts import (
     ERROR,
     FLAKY,
     INCONCLUSIVE,
-    NON_IDEMPOTENT,
     NOT_REPRODUCIBLE,
-    ORDER_DEPENDENT,
+    PRECEDENCE,
     RACE,
-    SEED_DEPENDENT,
-    Arm,
-    Verdict,
 )
-
-_PRIORITY = (DETERMINISTIC, RACE, ORDER_DEPENDENT, SEED_DEPENDENT, NON_IDEMPOTENT)
+from flakewarden.stress import stats
+from flakewarden.stress.verdict import Arm, Verdict
 
 
 def _shard_label(verdict: Verdict, fallback: str) -> str:
@@ -108,7 +102,7 @@ def merge_verdicts(shards: list[Verdict], names: list[str]) -> Verdict:
         base.reason = "every shard failed to run the test"
         base.rule = "error: no shard could run the test"
         return base
-    for name in _PRIORITY:
+    for name in PRECEDENCE:
         for shard, label in usable:
             if shard.verdict == name:
                 base.verdict = name

@@ -1,0 +1,1 @@
+"""The scheduled digest: one issue ranking the open flake issues, grouped by owner."""

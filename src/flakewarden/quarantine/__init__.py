@@ -1,0 +1,1 @@
+"""Quarantine under policy: the conditions, the label, the quarantined set and its counts."""

@@ -12,7 +12,9 @@ selection by id) keeps the exact text.
 from __future__ import annotations
 
 import json
+import sys
 import unicodedata
+from typing import Optional, TextIO
 
 _ESCAPES = {code: f"\\x{code:02x}" for code in (*range(32), 127)}
 _ESCAPES.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
@@ -81,6 +83,18 @@ def json_line(document: object) -> str:
     """
     text = json.dumps(document, ensure_ascii=False).translate(_JSON_BREAKS)
     return _neutralise_legacy(text, "\\u005b")
+
+
+def say(message: object, who: str = "flakewarden", stream: Optional[TextIO] = None) -> None:
+    """One escaped line, ``who: message``, on standard output (or ``stream``), flushed."""
+    out = sys.stdout if stream is None else stream
+    out.write(f"{who}: {one_line(message)}\n")
+    out.flush()
+
+
+def complain(message: object, who: str = "flakewarden") -> None:
+    """One escaped line, ``who: message``, on standard error."""
+    say(message, who, sys.stderr)
 
 
 def plural(count: int, noun: str, plural_form: str = "") -> str:

@@ -17,10 +17,11 @@ from typing import Any, Optional
 
 from flakewarden.actions import runtime
 from flakewarden.commands.argtypes import whole_number
-from flakewarden.commands.github_options import (
+from flakewarden.commands.github_access import (
     add_deadline_options,
     add_github_options,
     event_payload,
+    repository_of,
 )
 from flakewarden.config import load as load_config
 from flakewarden.errors import GitHubError
@@ -96,8 +97,8 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         sys.stdout.write("flakewarden: not a pull request run; no comment to keep\n")
         return int(ExitCode.OK)
     ctx = RunContext.from_env()
-    repository = args.repository or ctx.repository
-    if not repository or repository.count("/") != 1:
+    repository = repository_of(args.repository or ctx.repository)
+    if repository is None:
         _warn(
             "pull request comment not posted: no repository; set GITHUB_REPOSITORY or pass "
             "--repository"

@@ -8,15 +8,17 @@ would be worse than a red scheduled run.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from flakewarden.commands.github_options import add_github_options
+from flakewarden.commands.github_access import (
+    add_github_options,
+    github_client,
+    require_repository,
+)
 from flakewarden.commands.history_options import add_history_option, load_scores
 from flakewarden.console import one_line
-from flakewarden.errors import UsageError
 from flakewarden.github.api import GitHubClient
 from flakewarden.issues.digest.ranking import build_digest
 from flakewarden.model import ExitCode
@@ -43,9 +45,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
-    repository = args.repository or os.environ.get("GITHUB_REPOSITORY", "")
-    if not repository or repository.count("/") != 1:
-        raise UsageError("no repository: set GITHUB_REPOSITORY=owner/repo or pass --repository")
+    repository = require_repository(args.repository)
     history = None
     if getattr(args, "history", None) is not None:
         from flakewarden.config import load
@@ -55,11 +55,8 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
             args.history, args, load(args.config, Path.cwd()), with_previous=True
         )
         history = HistoryDigest(selection.info.describe(), list(scores.values()))
-    client = client or GitHubClient.from_env(args.token)
-    try:
-        result = build_digest(client, repository, history=history)
-    finally:
-        client.close()
+    with github_client(args.token, client=client) as github:
+        result = build_digest(github, repository, history=history)
     verb = "created" if result.created else "updated"
     source = f"; ranked from the flake history {one_line(args.history)}" if history else ""
     sys.stdout.write(

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 from flakewarden.commands.argtypes import whole_number
-from flakewarden.commands.github_options import add_github_options
-from flakewarden.console import one_line
+from flakewarden.commands.github_access import add_github_options
+from flakewarden.console import complain, say
 from flakewarden.errors import ReportError
 from flakewarden.history.store import HistoryStore
 from flakewarden.model import ExitCode
@@ -96,15 +95,6 @@ def register_ingest(group: Any) -> None:
         help="look at most at the N newest new runs (default 1000)",
     )
     parser.set_defaults(handler=run_ingest)
-
-
-def say(message: str) -> None:
-    sys.stdout.write(f"flakewarden: {one_line(message)}\n")
-    sys.stdout.flush()
-
-
-def complain(message: str) -> None:
-    sys.stderr.write(f"flakewarden: {one_line(message)}\n")
 
 
 def run_ingest(args: argparse.Namespace) -> int:

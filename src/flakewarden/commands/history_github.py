@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 from typing import Callable, Optional
 
-from flakewarden.errors import GitHubError, ReportError, UsageError
+from flakewarden.commands.github_access import require_repository
+from flakewarden.errors import GitHubError, ReportError
 from flakewarden.github.api import GitHubClient
 from flakewarden.github.artifacts import (
     ArtifactExpired,
@@ -54,9 +54,7 @@ def ingest_from_github(
     complain: Say,
     client: Optional[GitHubClient] = None,
 ) -> GitHubIngest:
-    repository = args.repository or os.environ.get("GITHUB_REPOSITORY", "")
-    if not repository or repository.count("/") != 1:
-        raise UsageError("no repository: set GITHUB_REPOSITORY=owner/repo or pass --repository")
+    repository = require_repository(args.repository)
     client = client or GitHubClient.from_env(args.token)
     downloader = TokenlessDownloader(client)
     done = GitHubIngest()

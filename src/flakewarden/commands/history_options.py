@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.commands.argtypes import number, whole_number
-from flakewarden.commands.github_options import event_payload
+from flakewarden.commands.github_access import event_payload
 from flakewarden.config import Config
 
 

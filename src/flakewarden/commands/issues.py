@@ -16,7 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from flakewarden.commands.github_options import add_deadline_options, add_github_options, warn
+from flakewarden.commands.github_access import (
+    add_deadline_options,
+    add_github_options,
+    repository_of,
+    warn,
+)
 from flakewarden.config import Config
 from flakewarden.config import load as load_config
 from flakewarden.console import one_line, plural
@@ -163,7 +168,8 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         sys.stdout.write("flakewarden: no flaky tests in report.json; no issues to file\n")
         if not (repository and (args.token or os.environ.get("GITHUB_TOKEN"))):
             return int(ExitCode.OK)  # quarantined runs are counted only where GitHub is set up
-    if not repository or repository.count("/") != 1:
+    repository = repository_of(repository)
+    if repository is None:
         warn(
             f"flake issues not filed for {plural(len(flaky), 'flaky test')}: no repository; "
             "set GITHUB_REPOSITORY=owner/repo or pass --repository"

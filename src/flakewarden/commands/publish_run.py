@@ -17,15 +17,19 @@ Exit codes: 0 published (or nothing to publish: not a pull request run, no artif
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.actions import runtime
 from flakewarden.commands.argtypes import whole_number
-from flakewarden.commands.github_options import add_deadline_options, add_github_options
+from flakewarden.commands.github_access import (
+    add_deadline_options,
+    add_github_options,
+    require_repository,
+)
 from flakewarden.config import load as load_config
-from flakewarden.errors import ReportError, UsageError
+from flakewarden.console import say
+from flakewarden.errors import ReportError
 from flakewarden.github.api import GitHubClient
 from flakewarden.github.artifacts import ArtifactExpired, download_artifact, report_artifacts
 from flakewarden.github.download import TokenlessDownloader
@@ -92,16 +96,10 @@ def _one_report(data: bytes, limit: int, name: str) -> RunReport:
     return entry.report
 
 
-def _say(text: str) -> None:
-    sys.stdout.write(f"flakewarden: {text}\n")
-
-
 def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     check_name(args.name)
     ctx = RunContext.from_env()
-    repository = args.repository or ctx.repository
-    if not repository or repository.count("/") != 1:
-        raise UsageError("no repository: set GITHUB_REPOSITORY=owner/repo or pass --repository")
+    repository = require_repository(args.repository or ctx.repository)
     config = load_config(getattr(args, "config", None), Path.cwd())
     deadline = getattr(args, "deadline", None) or config.issues_deadline
     client = client or GitHubClient.from_env(args.token, deadline=deadline)
@@ -109,7 +107,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     try:
         facts = run_facts(client, repository, args.run_id)
         if facts.event not in PULL_REQUEST_EVENTS:
-            _say(f"run {facts.id} ran on {facts.event or 'an unknown event'}, not a pull request")
+            say(f"run {facts.id} ran on {facts.event or 'an unknown event'}, not a pull request")
             return int(ExitCode.OK)
         listed = report_artifacts(client, repository, facts.id, args.artifact)
         named = [a for a in listed if a.name == args.artifact]
@@ -144,5 +142,5 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     finally:
         downloader.close()
         client.close()
-    _say(f"{posted.describe()} pull request #{pr} for run {facts.id}")
+    say(f"{posted.describe()} pull request #{pr} for run {facts.id}")
     return int(ExitCode.OK)

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from flakewarden.commands.github_options import add_github_options
+from flakewarden.commands.github_access import (
+    add_github_options,
+    github_client,
+    require_repository,
+)
 from flakewarden.commands.history_options import add_history_option, load_scores
 from flakewarden.config import Config, load
 from flakewarden.console import one_line, plural
-from flakewarden.errors import UsageError
 from flakewarden.model import ExitCode
 
 DEFAULT_RACE_FILE = Config().known_race_patterns
@@ -82,13 +84,6 @@ def register_reevaluate(subparsers: Any) -> None:
     parser.set_defaults(handler=run_reevaluate)
 
 
-def _repository(args: argparse.Namespace) -> str:
-    repository = str(args.repository or os.environ.get("GITHUB_REPOSITORY", ""))
-    if not repository or repository.count("/") != 1:
-        raise UsageError("no repository: set GITHUB_REPOSITORY=owner/repo or pass --repository")
-    return repository
-
-
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
@@ -104,7 +99,7 @@ def _evidence_line(args: argparse.Namespace, window: str) -> str:
 def run_quarantine(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
     config = load(args.config, cwd)  # a config error exits 4 before anything is touched
-    repository = _repository(args)
+    repository = require_repository(args.repository)
     history = None
     if args.history is not None:  # a missing or corrupt history fails before any request
         from flakewarden.quarantine.policy import Evidence
@@ -112,7 +107,6 @@ def run_quarantine(args: argparse.Namespace) -> int:
         selection, scores = load_scores(args.history, args, config)
         history = Evidence(scores.get(args.test_id), selection.info.describe())
     sys.stdout.write(_evidence_line(args, history.window if history else ""))
-    from flakewarden.github.api import GitHubClient
     from flakewarden.issues.records import RunContext
     from flakewarden.issues.tracker import FlakeTracker
     from flakewarden.quarantine import labels as q
@@ -125,10 +119,9 @@ def run_quarantine(args: argparse.Namespace) -> int:
     explicit = config.known_race_patterns != DEFAULT_RACE_FILE
     races, race_problem = read_race_patterns(race_path, explicit)
     ctx = RunContext.from_env()
-    client = GitHubClient.from_env(args.token)
-    try:
+    with github_client(args.token) as github:
         target, unmet = q.quarantine(
-            FlakeTracker(client, repository),
+            FlakeTracker(github, repository),
             args.test_id,
             config.quarantine_policy,
             races,
@@ -139,8 +132,6 @@ def run_quarantine(args: argparse.Namespace) -> int:
             config.known_race_patterns,
             history,
         )
-    finally:
-        client.close()
     url = target.issue.html_url
     if unmet:
         sys.stdout.write(f"flakewarden: quarantine of {one_line(args.test_id)} refused:\n")
@@ -165,23 +156,19 @@ def run_quarantine(args: argparse.Namespace) -> int:
 
 
 def run_release(args: argparse.Namespace) -> int:
-    repository = _repository(args)
-    from flakewarden.github.api import GitHubClient
+    repository = require_repository(args.repository)
     from flakewarden.issues.records import RunContext
     from flakewarden.issues.tracker import FlakeTracker
     from flakewarden.quarantine import labels as q
 
-    client = GitHubClient.from_env(args.token)
-    try:
+    with github_client(args.token) as github:
         target = q.release(
-            FlakeTracker(client, repository),
+            FlakeTracker(github, repository),
             args.test_id,
             args.reason,
             RunContext.from_env(),
             _now(),
         )
-    finally:
-        client.close()
     sys.stdout.write(
         f"flakewarden: released {one_line(args.test_id)} from quarantine: "
         f"#{target.issue.number} {target.issue.html_url}\n"
@@ -222,29 +209,25 @@ def _notify_escalations(
 
 def run_reevaluate(args: argparse.Namespace, client: Optional[Any] = None) -> int:
     config = load(args.config, Path.cwd())
-    repository = _repository(args)
+    repository = require_repository(args.repository)
     scores, window = None, ""
     if args.history is not None:
         selection, scores = load_scores(args.history, args, config, with_previous=True)
         window = selection.info.describe()
     sys.stdout.write(_evidence_line(args, window))
-    from flakewarden.github.api import GitHubClient
     from flakewarden.issues.records import RunContext
     from flakewarden.issues.tracker import FlakeTracker
-    from flakewarden.quarantine import labels as q
+    from flakewarden.quarantine.reevaluation import reevaluate
 
-    client = client or GitHubClient.from_env(args.token)
-    try:
-        results = q.reevaluate(
-            FlakeTracker(client, repository),
+    with github_client(args.token, client=client) as github:
+        results = reevaluate(
+            FlakeTracker(github, repository),
             config.quarantine_policy,
             RunContext.from_env(),
             _now(),
             scores,
             window,
         )
-    finally:
-        client.close()
     _notify_escalations(config, repository, results, scores is not None)
     counted = "runs in the history window" if scores is not None else "recent runs"
     for result in results:

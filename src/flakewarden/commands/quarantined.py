@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from flakewarden.commands.github_options import add_deadline_options, add_github_options
+from flakewarden.commands.github_access import add_deadline_options, add_github_options
 from flakewarden.config import load as load_config
 from flakewarden.errors import UsageError
 from flakewarden.model import ExitCode

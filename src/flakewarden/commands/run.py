@@ -20,7 +20,7 @@ from flakewarden.commands.argtypes import (
 from flakewarden.commands.shard_options import add_shard_options, durations_from
 from flakewarden.config import MAX_ATTEMPT_TIMEOUT
 from flakewarden.config import load as load_config
-from flakewarden.console import one_line
+from flakewarden.console import one_line, say
 from flakewarden.errors import UsageError
 from flakewarden.model import ExitCode, Outcome, timings
 from flakewarden.runner.reruns import RunOptions, run_attempts
@@ -134,11 +134,6 @@ T = TypeVar("T")
 def _pick(given: Optional[T], configured: T) -> T:
     """The command line wins over the configuration file."""
     return configured if given is None else given
-
-
-def say(message: str) -> None:
-    sys.stdout.write(f"flakewarden: {one_line(message)}\n")
-    sys.stdout.flush()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Optional
 
 from flakewarden.commands.argtypes import number, whole_number
-from flakewarden.commands.github_options import add_github_options, warn
-from flakewarden.console import one_line
+from flakewarden.commands.github_access import add_github_options, repository_of, warn
+from flakewarden.console import complain, one_line
 from flakewarden.errors import GitHubError, ReportMissing, UsageError
 from flakewarden.github.api import GitHubClient
 from flakewarden.issues.records import RunContext
@@ -101,8 +101,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _say(message: str) -> None:
-    sys.stderr.write(f"flakewarden stress: {one_line(message)}\n")
-    sys.stderr.flush()
+    complain(message, "flakewarden stress")
 
 
 def _show(verdict: Verdict, report_dir: Path) -> None:
@@ -228,8 +227,8 @@ def comment_verdict(
 ) -> bool:
     """Comment on the test's flake issue and record the verdict in its marker; fail-open."""
     ctx = RunContext.from_env()
-    repository = repository or ctx.repository
-    if not repository or repository.count("/") != 1:
+    repository = repository_of(repository or ctx.repository)
+    if repository is None:
         warn("verdict not commented: no repository; set GITHUB_REPOSITORY or pass --repository")
         return False
     try:

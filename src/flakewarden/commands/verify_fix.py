@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.commands.argtypes import number, whole_number
-from flakewarden.commands.github_options import add_github_options
-from flakewarden.console import one_line
+from flakewarden.commands.github_access import add_github_options, require_repository
+from flakewarden.console import complain, one_line
 from flakewarden.errors import GitHubError, UsageError
 from flakewarden.github.api import GitHubClient
 from flakewarden.issues.fix_record import checkable, record
@@ -97,8 +97,7 @@ def register(subparsers: Any) -> None:
 
 
 def _say(message: str) -> None:
-    sys.stderr.write(f"flakewarden verify-fix: {one_line(message)}\n")
-    sys.stderr.flush()
+    complain(message, "flakewarden verify-fix")
 
 
 def event_issue(env: Optional[dict[str, str]] = None) -> dict[str, Any]:
@@ -200,8 +199,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     data: Optional[dict[str, Any]] = event_issue() if args.from_event else None
     tracker: Optional[FlakeTracker] = None
     if not args.no_github:
-        if not repository or repository.count("/") != 1:
-            raise UsageError("no repository: set GITHUB_REPOSITORY=owner/repo or --repository")
+        repository = require_repository(repository)
         client = client or GitHubClient.from_env(args.token)
         tracker = FlakeTracker(client, repository)
         if args.issue:

@@ -20,7 +20,7 @@ from flakewarden.errors import GitHubError
 from flakewarden.github.api import GitHubClient
 from flakewarden.issues.hit_ledger import Checkpoint, Evidence, record
 from flakewarden.issues.marker import id_fields, key_for
-from flakewarden.issues.merge import absorb, adopt, dedup, duplicates_of, forward
+from flakewarden.issues.merge import absorb, dedup, forward
 from flakewarden.issues.owners import Ownership
 from flakewarden.issues.records import (
     LABEL,
@@ -172,8 +172,6 @@ def _file_one(
     closed = [i for i in known if i.state == "closed" and "duplicate_of" not in i.marker]
     reopen = not open_issues
     issue = _fresh(tracker, (open_issues or closed)[0], test, ctx)
-    if "ledger" not in issue.marker:  # counted the old way: its duplicates join the base once
-        adopt(issue.marker, duplicates_of(known, issue.number))
     fields = {"state": "open", "state_reason": "reopened"} if reopen else {}
     issue, hits, new = record(
         tracker,

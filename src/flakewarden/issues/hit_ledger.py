@@ -133,9 +133,9 @@ class Checkpoint:
 
     @classmethod
     def of(cls, marker: Mapping[str, Any]) -> Checkpoint:
-        """The marker's checkpoint; a marker from before records were kept starts one."""
+        """The marker's checkpoint; a marker with none (edited by hand) starts one at its hits."""
         ledger = marker.get("ledger")
-        if not isinstance(ledger, Mapping):  # its hits were counted the old way: the base
+        if not isinstance(ledger, Mapping):
             return cls(None, hits_of(dict(marker)))
         return cls(
             parse_time(ledger.get("before")),

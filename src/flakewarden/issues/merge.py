@@ -7,19 +7,15 @@ own issue as ``duplicate_of`` the winner. No job adds to a number, so no write
 can be lost: the winner's hits are recounted from its records (``hit_ledger``).
 A job that dies between the two steps leaves its issue open, and the next run
 that sees the flake finishes the merge; the keys make that safe to repeat.
-
-Duplicates closed by versions that counted hits in the marker (no ``origin``)
-are added to the winner's base once, when its ledger starts (``adopt``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from flakewarden.issues.hit_ledger import Checkpoint, Record, iso, record, records_of, union
-from flakewarden.issues.marker import hits_of, key_of, parse_time
+from flakewarden.issues.marker import key_of, parse_time
 from flakewarden.issues.records import Filed, FlakeIssue, MalformedMarker, RunContext
 from flakewarden.issues.tracker import FlakeTracker
 
@@ -29,37 +25,6 @@ DEDUP_WINDOW = dt.timedelta(minutes=10)
 KEY_SLACK = dt.timedelta(hours=1)
 # Duplicates of duplicates followed before giving up (each hop is a job that lost a race).
 HOPS = 4
-
-
-def duplicates_of(issues: Iterable[FlakeIssue], winner: int) -> dict[int, dict[str, Any]]:
-    """The closed duplicates of ``winner`` whose hits live only in their marker, by number."""
-    return {
-        issue.number: issue.marker
-        for issue in issues
-        if issue.state == "closed"
-        and issue.marker.get("duplicate_of") == winner
-        and "origin" not in issue.marker
-        and issue.number != winner
-        and not issue.problem
-    }
-
-
-def adopt(marker: dict[str, Any], duplicates: Mapping[int, Mapping[str, Any]]) -> list[int]:
-    """Add to ``marker`` the hits of every duplicate it does not list in ``merged`` yet.
-
-    Returns the numbers adopted; idempotent, because ``merged`` says what is counted.
-    """
-    merged = [int(n) for n in marker.get("merged") or []]
-    new = [n for n in sorted(duplicates) if n not in merged]
-    if not new:
-        return []
-    marker["hits"] = hits_of(marker) + sum(hits_of(dict(duplicates[n])) for n in new)
-    for key, pick in (("first", min), ("last", max)):
-        values = [str(v) for v in (marker.get(key), *(duplicates[n].get(key) for n in new)) if v]
-        if values:
-            marker[key] = pick(values)
-    marker["merged"] = merged + new
-    return new
 
 
 def absorb(

@@ -24,20 +24,16 @@ from typing import Any, Optional
 from flakewarden.actions import runtime
 from flakewarden.config import QuarantinePolicy
 from flakewarden.errors import FlakewardenError
-from flakewarden.issues.digest.owners import owners_of
-from flakewarden.issues.marker import hits_of, key_of, read_marker
+from flakewarden.issues.marker import read_marker
 from flakewarden.issues.records import FlakeIssue, RunContext, iso
 from flakewarden.issues.tracker import FlakeTracker
-from flakewarden.model import ExitCode, id_key
-from flakewarden.model.scores import TestScore
+from flakewarden.model import ExitCode
 from flakewarden.quarantine.policy import (
     Evidence,
-    parse_time,
     rate_text,
-    recent_rate,
     unmet_conditions,
 )
-from flakewarden.quarantine.quarantined import QUARANTINED, quarantined_issues
+from flakewarden.quarantine.quarantined import QUARANTINED
 from flakewarden.reports import markdown as md
 
 QUARANTINED_COLOR = "fbca04"
@@ -133,7 +129,7 @@ def write(tracker: FlakeTracker, target: Target, marker: dict[str, Any], labels:
     tracker.update(target.issue, marker, labels=labels)
 
 
-def _days(policy_days: float) -> dt.timedelta:
+def policy_days(policy_days: float) -> dt.timedelta:
     return dt.timedelta(days=policy_days)
 
 
@@ -175,7 +171,7 @@ def quarantine_comment(
         "The test still runs in every build; when it fails after its reruns it is reported as "
         "`quarantined` and does not fail the job. Release is proposed once its failure rate is "
         f"below {policy.exit_failure_rate:.0%} over at least {policy.min_runs_to_release} runs; "
-        f"past {iso(now + _days(policy.max_days))[:10]} the quarantine is escalated.",
+        f"past {iso(now + policy_days(policy.max_days))[:10]} the quarantine is escalated.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -264,132 +260,3 @@ def release(
         lines.append(f"- Released from {ctx.describe()}.")
     tracker.comment(target.issue.number, "\n".join(lines) + "\n")
     return target
-
-
-@dataclasses.dataclass
-class Reevaluation:
-    test_id: str
-    number: int
-    runs: int
-    failures: int
-    actions: list[str]
-    source: str = "marker"  # where runs and failures came from: "history" or "marker"
-    rose: str = ""  # with history: how the rate rose against the previous window
-    url: str = ""
-    owners: tuple[str, ...] = ()  # assignees, and the teams the marker names
-    hits: Optional[int] = None
-
-
-def _rose(score: Optional[TestScore]) -> str:
-    if score is None or not score.rose or score.previous is None:
-        return ""
-    prev = score.previous
-    return (
-        f"its failure rate rose to {score.rate:.1%} over the last {score.runs} runs, from "
-        f"{prev.rate:.1%} over the {prev.runs} runs before"
-    )
-
-
-def reevaluate(
-    tracker: FlakeTracker,
-    policy: QuarantinePolicy,
-    ctx: RunContext,
-    now: dt.datetime,
-    history: Optional[Mapping[str, TestScore]] = None,
-    window: str = "",
-) -> list[Reevaluation]:
-    """Propose releases by hysteresis and escalate old quarantines, each once.
-
-    With ``history`` (scores by test id over ``window``) the rate is the window's,
-    runs before and after the quarantine alike, and a rate that rose against the
-    previous window is flagged once; without it, the marker's own counters decide.
-    """
-    results = []
-    # A long id is known to its marker by its digest: look scores up by that key.
-    by_key = {id_key(t): s for t, s in history.items()} if history is not None else {}
-    for listed, data in quarantined_issues(tracker):
-        marker = dict(listed.marker)
-        actions: list[str] = []
-        comments: list[str] = []
-        labels = label_names(data)
-        score = by_key.get(key_of(listed.marker))
-        if history is not None:
-            runs = score.runs if score is not None else 0
-            failures = score.first_attempt_failures if score is not None else 0
-        else:
-            runs, failures = recent_rate(marker, policy)
-        rate = failures / runs if runs else 0.0
-        if history is not None:
-            where = (
-                f"{failures} first-attempt failures in {runs} runs of the flake history "
-                f"({rate:.1%}; {md.escape(window)})"
-            )
-        else:
-            where = f"{failures} failures in the last {runs} runs ({rate:.1%})"
-        rose = _rose(score)
-        since = parse_time(marker.get("quarantined_at"))
-        if since is None:
-            marker["quarantined_at"] = iso(now)
-            actions.append("clock started")
-            comments.append(
-                "This test carries the `quarantined` label but flakewarden has no record of "
-                "quarantining it (no policy check). Its clock starts now: "
-                f"it is escalated after {policy.max_days:g} days."
-            )
-        elif now - since > _days(policy.max_days) and not marker.get("escalated_at"):
-            marker["escalated_at"] = iso(now)
-            tracker.ensure_label(ESCALATED, ESCALATED_COLOR, ESCALATED_DESCRIPTION)
-            labels = [*labels, ESCALATED] if ESCALATED not in labels else labels
-            actions.append("escalated")
-            comments.append(
-                f"**Quarantine escalated:** quarantined since {iso(since)[:10]}, longer than the "
-                f"policy's {policy.max_days:g} days; {where}. A quarantine is a loan, not a fix: "
-                f"fix the test, or release it with `flakewarden release`. {owner_line(data)}"
-            )
-        enough = runs >= policy.min_runs_to_release
-        if enough and rate < policy.exit_failure_rate and not marker.get("release_proposed_at"):
-            marker["release_proposed_at"] = iso(now)
-            actions.append("release proposed")
-            comments.append(
-                f"**Release proposed:** {where}, below the exit rate of "
-                f"{policy.exit_failure_rate:.0%} over at least {policy.min_runs_to_release} runs. "
-                f"{owner_line(data)} Release it with "
-                f"{md.code('flakewarden release ' + str(listed.marker['id']))} "
-                "(or the quarantine workflow); flakewarden never releases on its own."
-            )
-        elif marker.get("release_proposed_at") and rate >= policy.enter_failure_rate:
-            marker.pop("release_proposed_at")
-            actions.append("proposal withdrawn")
-            comments.append(
-                f"**Release proposal withdrawn:** {where}, back above the entry rate of "
-                f"{policy.enter_failure_rate:.0%}."
-            )
-        if rose and not marker.get("rate_rose_at"):
-            marker["rate_rose_at"] = iso(now)
-            actions.append("rate rose")
-            comments.append(
-                f"**Failure rate rising:** {rose}. The quarantine is hiding a test that is "
-                f"getting worse. {owner_line(data)}"
-            )
-        elif not rose and marker.get("rate_rose_at") and history is not None:
-            marker.pop("rate_rose_at")
-            actions.append("rise cleared")
-        if actions:
-            tracker.update(listed, marker, labels=labels)
-            if comments:
-                tracker.comment(listed.number, "\n\n".join(comments) + "\n")
-        results.append(
-            Reevaluation(
-                str(listed.marker["id"]),
-                listed.number,
-                runs,
-                failures,
-                actions,
-                "history" if history is not None else "marker",
-                rose,
-                str(data.get("html_url") or ""),
-                owners_of(data, marker),
-                hits_of(marker),
-            )
-        )
-    return results

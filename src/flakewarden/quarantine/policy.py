@@ -87,7 +87,8 @@ def bound_conditions(
     if not isinstance(bound, Mapping) or not isinstance(bound.get("max_increase"), (int, float)):
         return [
             f"its stress verdict {verdict!r} records no bound on what the knobs could do "
-            "(an older verdict): stress it again, so that absence of a failure is not taken "
+            "(none was recorded, or the marker was edited): stress it again, so that absence of "
+            "a failure is not taken "
             "for evidence"
         ]
     increase = float(bound["max_increase"])

@@ -195,95 +195,139 @@ def continue_attempt(
     then has a record (so the rest shrinks), or crashes with no test running,
     which ends the attempt as a session that never finished.
     """
-    selection = list(first.results.collected or [])
-    merged = ProcessResults(
-        config=first.results.config, collected=selection, testscollected=len(selection)
-    )
-    done = Continued(merged)
-    part, crashes, statuses = first, 0, []
-    while True:
-        _merge(merged, part.results)
-        if part is not first and finished(part):
-            done.missed_failure |= consistency.check_continuation(
-                attempt, len(attempt.continuations), part.results, say, part.counts
-            )
-        if finished(part):
-            statuses.append(part.results.exitstatus or ExitCode.OK)
-            break
-        how = how_it_ended(part.child, timeout)
-        if part is first:
+    return _Continuing(
+        attempt, first, run_part, select_command, add, report_dir, timeout, max_crashes, say
+    ).run()
+
+
+@dataclasses.dataclass
+class _Continuing:
+    """One attempt's parts, from its first process to its last continuation."""
+
+    attempt: Attempt
+    first: Part
+    run_part: RunPart
+    select_command: Callable[[list[str]], list[str]]
+    add: Callable[[list[TestRecord]], None]
+    report_dir: Path
+    timeout: Optional[float]
+    max_crashes: int
+    say: Callable[[str], None]
+    crashes: int = 0
+    statuses: list[int] = dataclasses.field(default_factory=list)
+
+    def run(self) -> Continued:
+        first = self.first
+        selection = list(first.results.collected or [])
+        merged = ProcessResults(
+            config=first.results.config, collected=selection, testscollected=len(selection)
+        )
+        done = Continued(merged)
+        part: Optional[Part] = first
+        while part is not None:
+            _merge(merged, part.results)
+            if part is not first and finished(part):
+                done.missed_failure |= consistency.check_continuation(
+                    self.attempt,
+                    len(self.attempt.continuations),
+                    part.results,
+                    self.say,
+                    part.counts,
+                )
+            if finished(part):
+                self.statuses.append(part.results.exitstatus or ExitCode.OK)
+                break
+            part = self._after_crash(part, selection, done)
+            if done.unexplained:
+                return done
+        self._finish(selection, done)
+        return done
+
+    def _after_crash(self, part: Part, selection: list[str], done: Continued) -> Optional[Part]:
+        """Record the crash on the test it hit; the next part to run, or None to stop."""
+        attempt, merged = self.attempt, done.results
+        how = how_it_ended(part.child, self.timeout)
+        if part is self.first:
             attempt.crash = how
         else:
             attempt.continuations[-1].crash = how
         message = crash_message(how)
-        records = crash_records(part, message, report_dir)
+        records = crash_records(part, message, self.report_dir)
+        self.add(records)
+        merged.tests.extend(records)
         if not records or not selection:
-            add(records)
-            merged.tests.extend(records)
             merged.exitstatus = None
             done.unexplained = True
-            log = _relative(part.directory / "output.log", report_dir)
+            log = _relative(part.directory / "output.log", self.report_dir)
             done.problems.append(
                 f"attempt {attempt.number}: the test process {how}"
                 + ("" if records else " while no test was running (a conftest, a plugin, exit?)")
                 + f"; see {log}"
             )
-            return done
-        add(records)
-        merged.tests.extend(records)
-        crashes += len(records)
-        statuses.append(ExitCode.TESTS_FAILED)
+            return None
+        self.crashes += len(records)
+        self.statuses.append(ExitCode.TESTS_FAILED)
         ids = [r.id for r in records]
         recorded = {r.id for r in merged.tests}
         rest = [test_id for test_id in selection if test_id not in recorded]
-        if crashes > max_crashes:
+        if self.crashes > self.max_crashes:
             done.stopped = done.not_green = True
             done.problems.append(
-                f"attempt {attempt.number}: {crashes} tests crashed, more than --max-failures "
-                f"{max_crashes}: that is a real break; {len(rest)} tests never ran"
+                f"attempt {attempt.number}: {self.crashes} tests crashed, more than "
+                f"--max-failures {self.max_crashes}: that is a real break; "
+                f"{len(rest)} tests never ran"
             )
-            say(
-                f"attempt {attempt.number}: {_named(ids)} {message}; {crashes} crashes "
-                f"are more than --max-failures {max_crashes}: stopping, {len(rest)} never ran"
+            self.say(
+                f"attempt {attempt.number}: {_named(ids)} {message}; {self.crashes} crashes "
+                f"are more than --max-failures {self.max_crashes}: stopping, "
+                f"{len(rest)} never ran"
             )
-            break
+            return None
         if not rest:
-            say(f"attempt {attempt.number}: {_named(ids)} {message}")
-            break
+            self.say(f"attempt {attempt.number}: {_named(ids)} {message}")
+            return None
         them = (
             "the test it had not reached runs"
             if len(rest) == 1
             else (f"the {len(rest)} tests it had not reached run")
         )
-        say(
+        self.say(
             f"attempt {attempt.number}: {_named(ids)} {message}; {them} in a fresh process, "
             f"still attempt {attempt.number}"
         )
-        directory = first.directory / f"continuation-{len(attempt.continuations) + 1}"
-        command = select_command(rest)
+        return self._continuation(ids, rest)
+
+    def _continuation(self, ids: list[str], rest: list[str]) -> Part:
+        """Run the tests the crashed process had not reached, in a fresh process."""
+        attempt = self.attempt
+        directory = self.first.directory / f"continuation-{len(attempt.continuations) + 1}"
+        command = self.select_command(rest)
         attempt.continuations.append(
             Continuation(
                 command=command,
                 reason=f"continuation after {_named(ids)} crashed",
                 selected=len(rest),
-                directory=_relative(directory, report_dir),
+                directory=_relative(directory, self.report_dir),
             )
         )
-        part = run_part(directory, command, rest)
-        for line in worker_crashes(part, attempt.number, report_dir):
-            say(line)
+        part = self.run_part(directory, command, rest)
+        for line in worker_crashes(part, attempt.number, self.report_dir):
+            self.say(line)
         attempt.continuations[-1].exit_code = part.child.exit_code
         attempt.continuations[-1].duration = part.child.duration
-    merged.exitstatus = _combined(statuses)
-    never = [test_id for test_id in selection if test_id not in {r.id for r in merged.tests}]
-    if never and not done.stopped:
-        done.not_green = True
-        done.problems.append(
-            f"attempt {attempt.number}: {len(never)} test(s) never ran after the crash: "
-            + _named(never)
-        )
-    merged.testscollected = len(merged.order) if done.not_green else len(selection)
-    return done
+        return part
+
+    def _finish(self, selection: list[str], done: Continued) -> None:
+        merged = done.results
+        merged.exitstatus = _combined(self.statuses)
+        never = [test_id for test_id in selection if test_id not in {r.id for r in merged.tests}]
+        if never and not done.stopped:
+            done.not_green = True
+            done.problems.append(
+                f"attempt {self.attempt.number}: {len(never)} test(s) never ran after the crash: "
+                + _named(never)
+            )
+        merged.testscollected = len(merged.order) if done.not_green else len(selection)
 
 
 def _merge(into: ProcessResults, part: ProcessResults) -> None:

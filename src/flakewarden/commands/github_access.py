@@ -1,4 +1,4 @@
-"""The options and warning every command that talks to GitHub shares.
+"""What every command that talks to GitHub shares: its options, the repository, the client.
 
 Apart from any one command so the commands stay siblings, none importing another.
 """
@@ -6,14 +6,21 @@ Apart from any one command so the commands stay siblings, none importing another
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from flakewarden.actions import runtime
 from flakewarden.commands.argtypes import number
+from flakewarden.errors import UsageError
+
+if TYPE_CHECKING:
+    from flakewarden.github.api import GitHubClient
+
+NO_REPOSITORY = "no repository: set GITHUB_REPOSITORY=owner/repo or pass --repository"
 
 
 def add_github_options(
@@ -67,3 +74,38 @@ def event_payload(env: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
 def warn(message: str) -> None:
     """One escaped warning line (an annotation on GitHub Actions) from GitHub bookkeeping."""
     runtime.warn(message, "flakewarden issues")
+
+
+def repository_of(given: Optional[str]) -> Optional[str]:
+    """``owner/repo`` from ``--repository`` or ``$GITHUB_REPOSITORY``; None when neither is one."""
+    repository = given or os.environ.get("GITHUB_REPOSITORY") or ""
+    return repository if repository.count("/") == 1 else None
+
+
+def require_repository(given: Optional[str]) -> str:
+    """The repository a command cannot work without; a usage error names how to give it."""
+    repository = repository_of(given)
+    if repository is None:
+        raise UsageError(NO_REPOSITORY)
+    return repository
+
+
+@contextlib.contextmanager
+def github_client(
+    token: Optional[str],
+    deadline: Optional[float] = None,
+    client: Optional[GitHubClient] = None,
+) -> Iterator[GitHubClient]:
+    """The client given (a test's), or one from the token and environment; closed after."""
+    from flakewarden.github.api import GitHubClient
+
+    if client is None:
+        client = (
+            GitHubClient.from_env(token)
+            if deadline is None
+            else GitHubClient.from_env(token, deadline=deadline)
+        )
+    try:
+        yield client
+    finally:
+        client.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -37,8 +38,12 @@ def _bash(
     assert set(step["env"]) == set(env), "the test sets exactly the step's variables"
     bin_dir = tmp / "bin"
     bin_dir.mkdir(exist_ok=True)
-    if not (bin_dir / "python").exists():
-        (bin_dir / "python").symlink_to(sys.executable)
+    python = bin_dir / "python"
+    if not python.exists():
+        # A wrapper, not a link: a link to a virtualenv's interpreter from outside it is no
+        # longer that virtualenv (Python finds pyvenv.cfg beside the path it was started as).
+        python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+        python.chmod(0o755)
     output, summary = tmp / "output", tmp / "summary"
     output.write_text("", encoding="utf-8")
     summary.write_text("", encoding="utf-8")

@@ -21,7 +21,7 @@ from flakewarden.commands.github_access import (
     add_deadline_options,
     add_github_options,
     event_payload,
-    repository_of,
+    fail_open_access,
 )
 from flakewarden.config import load as load_config
 from flakewarden.errors import GitHubError
@@ -97,19 +97,17 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         sys.stdout.write("flakewarden: not a pull request run; no comment to keep\n")
         return int(ExitCode.OK)
     ctx = RunContext.from_env()
-    repository = repository_of(args.repository or ctx.repository)
-    if repository is None:
-        _warn(
-            "pull request comment not posted: no repository; set GITHUB_REPOSITORY or pass "
-            "--repository"
-        )
+    access = fail_open_access(
+        args.repository or ctx.repository,
+        args.token,
+        lambda why: _warn(f"pull request comment not posted: {why}"),
+        deadline,
+        client,
+    )
+    if access is None:
         return int(ExitCode.OK)
+    repository, client = access
     ctx.repository = repository
-    try:
-        client = client or GitHubClient.from_env(args.token, deadline=deadline)
-    except GitHubError as exc:
-        _warn(f"pull request comment not posted: {exc}")
-        return int(ExitCode.OK)
     try:
         posted = post(client, repository, pr, report, ctx, args.name)
     except GitHubError as exc:

@@ -11,11 +11,11 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from flakewarden.actions import runtime
 from flakewarden.commands.argtypes import number
-from flakewarden.errors import UsageError
+from flakewarden.errors import GitHubError, UsageError
 
 if TYPE_CHECKING:
     from flakewarden.github.api import GitHubClient
@@ -88,6 +88,37 @@ def require_repository(given: Optional[str]) -> str:
     if repository is None:
         raise UsageError(NO_REPOSITORY)
     return repository
+
+
+def fail_open_access(
+    given: Optional[str],
+    token: Optional[str],
+    say_not_done: Callable[[str], None],
+    deadline: Optional[float] = None,
+    client: Optional[GitHubClient] = None,
+) -> Optional[tuple[str, GitHubClient]]:
+    """The repository and a client for bookkeeping that must never fail a build.
+
+    None, after one ``say_not_done(why)``, when there is no repository or no client can be
+    made: the caller skips its work and exits as if it had done it.
+    """
+    from flakewarden.github.api import GitHubClient
+
+    repository = repository_of(given)
+    if repository is None:
+        say_not_done(NO_REPOSITORY.replace(": ", "; ", 1))
+        return None
+    try:
+        if client is None:
+            client = (
+                GitHubClient.from_env(token)
+                if deadline is None
+                else GitHubClient.from_env(token, deadline=deadline)
+            )
+    except GitHubError as exc:
+        say_not_done(str(exc))
+        return None
+    return repository, client
 
 
 @contextlib.contextmanager

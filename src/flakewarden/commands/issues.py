@@ -19,13 +19,12 @@ from typing import Any, Optional
 from flakewarden.commands.github_access import (
     add_deadline_options,
     add_github_options,
-    repository_of,
+    fail_open_access,
     warn,
 )
 from flakewarden.config import Config
 from flakewarden.config import load as load_config
 from flakewarden.console import one_line, plural
-from flakewarden.errors import GitHubError
 from flakewarden.github.api import GitHubClient
 from flakewarden.issues import notify, owners
 from flakewarden.issues.filing import file_flakes
@@ -168,19 +167,17 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         sys.stdout.write("flakewarden: no flaky tests in report.json; no issues to file\n")
         if not (repository and (args.token or os.environ.get("GITHUB_TOKEN"))):
             return int(ExitCode.OK)  # quarantined runs are counted only where GitHub is set up
-    repository = repository_of(repository)
-    if repository is None:
-        warn(
-            f"flake issues not filed for {plural(len(flaky), 'flaky test')}: no repository; "
-            "set GITHUB_REPOSITORY=owner/repo or pass --repository"
-        )
+    access = fail_open_access(
+        repository,
+        args.token,
+        lambda why: warn(f"flake issues not filed for {plural(len(flaky), 'flaky test')}: {why}"),
+        deadline,
+        client,
+    )
+    if access is None:
         return int(ExitCode.OK)
+    repository, client = access
     ctx.repository = repository
-    try:
-        client = client or GitHubClient.from_env(args.token, deadline=deadline)
-    except GitHubError as exc:
-        warn(f"flake issues not filed for {plural(len(flaky), 'flaky test')}: {exc}")
-        return int(ExitCode.OK)
     try:
         seen = evidence_of(report, config.retry_count_as_flaky)
         counting = count_quarantined(client, repository, report.tests, evidence=seen)

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Optional
 
 from flakewarden.commands.argtypes import number, whole_number
-from flakewarden.commands.github_access import add_github_options, repository_of, warn
+from flakewarden.commands.github_access import add_github_options, fail_open_access, warn
 from flakewarden.console import complain, one_line
-from flakewarden.errors import GitHubError, ReportMissing, UsageError
+from flakewarden.errors import ReportMissing, UsageError
 from flakewarden.github.api import GitHubClient
 from flakewarden.issues.records import RunContext
 from flakewarden.issues.tracker import FlakeTracker
@@ -227,15 +227,15 @@ def comment_verdict(
 ) -> bool:
     """Comment on the test's flake issue and record the verdict in its marker; fail-open."""
     ctx = RunContext.from_env()
-    repository = repository_of(repository or ctx.repository)
-    if repository is None:
-        warn("verdict not commented: no repository; set GITHUB_REPOSITORY or pass --repository")
+    access = fail_open_access(
+        repository or ctx.repository,
+        token,
+        lambda why: warn(f"verdict not commented: {why}"),
+        client=client,
+    )
+    if access is None:
         return False
-    try:
-        client = client or GitHubClient.from_env(token)
-    except GitHubError as exc:
-        warn(f"verdict not commented: {exc}")
-        return False
+    repository, client = access
     try:
         tracker = FlakeTracker(client, repository)
         issues = tracker.index().get(verdict.test_id, [])

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, Optional
 import pytest
 from test_run import COVERED_PACKAGE
 
-from flakewarden.runner import process
+from flakewarden.inside import plugin as pytest_plugin
 from flakewarden.runner.process import plugin_dir, plugin_env
 
 # The package of test_run's coverage tests: a function only the flaky test reaches.
@@ -266,5 +266,5 @@ def test_the_plugins_tracebacks_still_show_its_source(tmp_path: Path) -> None:
     # The hook, then the part where FLAKEWARDEN_SELECT is read: each line as in its source.
     assert [part for part, _, _ in frames] == ["__init__.py", "selection.py"], done.stdout
     for part, line, shown in frames:
-        source = (Path(process.__file__).parent / "plugin" / part).read_text().splitlines()
+        source = (Path(pytest_plugin.__file__).parent / part).read_text().splitlines()
         assert shown.strip() == source[int(line) - 1].strip()

@@ -94,8 +94,9 @@ def _fixture_name(node: _Defined) -> Optional[str]:
             continue
         for keyword in call.keywords if call is not None else ():
             value = keyword.value
-            if keyword.arg == "name" and isinstance(value, ast.Constant):
-                return str(value.value)
+            named_by = value.value if isinstance(value, ast.Constant) else None
+            if keyword.arg == "name" and isinstance(named_by, str):
+                return named_by
         return node.name
     return None
 

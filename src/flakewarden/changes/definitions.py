@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Optional, Union
@@ -76,6 +77,9 @@ class FileDefinitions:
     definitions: tuple[Definition, ...]  # the new side's, in source order
     touched: tuple[Touched, ...]
     removed: tuple[str, ...]  # old qualnames neither kept nor renamed
+    # Its module-level statements other than definitions (imports, constants, hook calls)
+    # differ from the old side's.
+    module_changed: bool = False
 
     def touch_of(self, qualname: str) -> Optional[Touched]:
         return next((t for t in self.touched if t.definition.qualname == qualname), None)
@@ -134,8 +138,15 @@ def _walk(body: Iterable[ast.stmt], prefix: str) -> Iterable[Definition]:
 def definitions_in(source: Union[str, bytes], filename: str = "<file>") -> tuple[Definition, ...]:
     """The functions, classes and methods of ``source``; raises ``SyntaxError`` (or
     ``ValueError`` for a null byte) when it does not parse."""
+    return _parse(source, filename)[0]
+
+
+def _parse(source: Union[str, bytes], filename: str) -> tuple[tuple[Definition, ...], str]:
+    """The definitions of ``source`` and its module-level statements, normalised."""
     tree = ast.parse(source, filename=filename)
-    return tuple(_walk(tree.body, ""))
+    statements = [s for s in tree.body if not isinstance(s, _DEFS)]
+    module = ast.dump(ast.Module(body=statements, type_ignores=[]), include_attributes=False)
+    return tuple(_walk(tree.body, "")), module
 
 
 def compare(
@@ -169,9 +180,9 @@ def compare(
     return FileDefinitions(path, new, tuple(touched), removed)
 
 
-def _parsed(source: bytes, path: str) -> Optional[tuple[Definition, ...]]:
+def _parsed(source: bytes, path: str) -> Optional[tuple[tuple[Definition, ...], str]]:
     try:
-        return definitions_in(source, path)
+        return _parse(source, path)
     except (SyntaxError, ValueError):
         return None
 
@@ -194,5 +205,7 @@ def definitions_changed(diff: Diff, change: FileChange) -> Union[FileDefinitions
     new = _parsed(new_source, change.path)
     if new is None:
         return Unavailable(f"{change.path} does not parse as Python")
-    old = () if old_source is None else (_parsed(old_source, change.old_path or "") or ())
-    return compare(change.path, new, old, change)
+    old = None if old_source is None else _parsed(old_source, change.old_path or "")
+    found = compare(change.path, new[0], () if old is None else old[0], change)
+    module_changed = new[1] != ("" if old is None else old[1])
+    return dataclasses.replace(found, module_changed=module_changed)

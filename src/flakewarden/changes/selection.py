@@ -175,16 +175,11 @@ class _Selector:
             for t in found.touched
             if t.definition.fixture is None and t.touch != "renamed"
         ]
-        outside = [
-            line
-            for line in sorted(change.lines())
-            if not any(d.start <= line <= d.end for d in found.definitions)
-        ]
-        if others or outside or found.removed:
-            what = ", ".join(
-                [*others, *([f"module-level lines {outside[0]}.."] if outside else [])]
-                + [f"{name} (removed)" for name in found.removed]
-            )
+        if found.module_changed:
+            others.append("module-level code")
+        others.extend(f"{name} (removed)" for name in found.removed)
+        if others:
+            what = ", ".join(others)
             self.notes.append(
                 f"{change.path} changed outside its fixtures ({what}): not mapped to tests"
             )

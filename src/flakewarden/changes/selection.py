@@ -45,9 +45,11 @@ def uses_changed_fixture(name: str) -> str:
 
 @dataclass(frozen=True)
 class CollectedItem:
-    """A collected test: its node id, its file relative to pytest's rootdir (``/``), the line
-    of its ``def`` (or first decorator) counted from 0 as pytest's ``item.location[1]``, or
-    None, and the fixtures it uses (``item.fixturenames``), None when not recorded."""
+    """A collected test: its node id, its file relative to pytest's rootdir (``/``), its line
+    as pytest's ``item.location[1]`` (counted from 0; a decorated function's is its first
+    decorator's) or None, and the fixtures it uses (``item.fixturenames``), None when not
+    recorded. An item is matched to its function by the node id's names, and by the line
+    when they name none (a test a subclass inherits)."""
 
     node_id: str
     path: str

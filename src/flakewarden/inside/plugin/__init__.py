@@ -19,6 +19,9 @@ variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
 - ``FLAKEWARDEN_SHARD``: ``K/N``, run only shard K of N of the collected tests
   (``shard_of``); ``FLAKEWARDEN_SHARD_DURATIONS``: JSON object of seconds by node id
   that balances the shards.
+- ``FLAKEWARDEN_RECORD_FIXTURES``: ``1`` adds ``fixtures`` to the ``collected``
+  record, each node id's ``item.fixturenames`` (burn-in maps a changed fixture to the
+  tests that use it). Not under xdist: its controller holds ids, not items.
 
 Records (one JSON object per line, ``kind`` says which):
 ``config`` (rootdir, invocation args, positional args; ``loaded`` and ``time``: when
@@ -82,11 +85,16 @@ class _XdistController:
         _record_collected(list(ids))
 
 
-def _record_collected(ids: list[str]) -> None:
+def _record_collected(ids: list[str], items: Optional[list[Any]] = None) -> None:
     global _collected
     if _plugin is not None and not _collected:
         _collected = True
-        _plugin.write({"kind": "collected", "ids": ids, "time": time.time()})
+        record: dict[str, Any] = {"kind": "collected", "ids": ids, "time": time.time()}
+        if items is not None and os.environ.get("FLAKEWARDEN_RECORD_FIXTURES") == "1":
+            record["fixtures"] = {
+                item.nodeid: [str(n) for n in getattr(item, "fixturenames", ())] for item in items
+            }
+        _plugin.write(record)
 
 
 def _claim(config: Any) -> bool:
@@ -214,7 +222,7 @@ def pytest_runtest_teardown(item: Any, nextitem: Any) -> None:
 
 def pytest_collection_finish(session: Any) -> None:
     if _plugin is not None and not _is_worker(session.config):
-        _record_collected([item.nodeid for item in session.items])
+        _record_collected([item.nodeid for item in session.items], session.items)
 
 
 def pytest_runtest_logstart(nodeid: str, location: Any) -> None:

@@ -59,7 +59,7 @@ def main() -> int:
     parser.add_argument("--baseline", default="2ce069b", help="commit of the baseline plugin")
     options = parser.parse_args()
     old_source = subprocess.run(
-        ["git", "show", f"{options.baseline}:src/flakewarden/inside/plugin.py"],
+        ["git", "show", f"{options.baseline}:src/flakewarden/runner/plugin.py"],
         cwd=HERE.parent,
         capture_output=True,
         text=True,

@@ -92,6 +92,7 @@ class PhaseContext:
         *,
         throttle: Optional[Throttle] = None,
     ) -> list[JobResult]:
+        """Run jobs through the service, their commands built from what the probe learned."""
         return self.processes.run_jobs(jobs, parallel, burn, throttle=throttle, probe=self.probe)
 
     def reproduce(
@@ -103,12 +104,10 @@ class PhaseContext:
         burners: int = 0,
         run_share: float = 0.0,
     ) -> str:
+        """A command a human can paste to rerun one process of an arm, without flakewarden."""
         return self.probe.reproduce(
             self.options.command, ids, knob=knob, seed=seed, burners=burners, run_share=run_share
         )
-
-    def phases_run(self) -> set[str]:
-        return {arm.phase for arm in self.arms}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The stress run's clock is replaced by one that advances a fixed 30 s per batch
 of processes, so what the budget allows is exact; the processes themselves are
 real pytest runs of a real (passing) test. Only the probe and the timing phase
-run (the phase under test), to keep the processes few.
+run (the phase under test, through ``run_phases``), to keep the processes few.
 """
 
 from __future__ import annotations
@@ -14,20 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from flakewarden.runner.process import plugin_dir
-from flakewarden.stress.engine import Stress, StressOptions
-from flakewarden.stress.runs import Job, JobResult
-from flakewarden.stress.timing import timing_phase
-from flakewarden.stress.verdict import Arm
+from flakewarden.stress.engine import TIMING, StressOptions, run_phases
+from flakewarden.stress.runs import Job, JobResult, StressProcesses
 
 STEP = 30.0  # simulated seconds per batch: a timing round is three batches, 90 s
 
 
-class SteppedClock(Stress):
-    def __init__(self, options: StressOptions) -> None:
-        super().__init__(options, lambda line: None)
+class SteppedClock(StressProcesses):
+    def __init__(self, options: StressOptions, plugin: Path) -> None:
+        super().__init__(options, plugin)
         self.clock = 0.0
 
-    def elapsed(self) -> float:
+    def now(self) -> float:
         return self.clock
 
     def run_jobs(
@@ -50,11 +48,9 @@ def test_a_round_that_would_end_past_the_budget_is_not_started(tmp_path: Path) -
         report_dir=tmp_path / "report",
         budget_seconds=150.0,
     )
-    stress = SteppedClock(options)
     with plugin_dir() as plugin:
-        stress.plugin = plugin
-        assert stress._probe() is None
-        verdict = timing_phase(stress, Arm("isolation", "baseline"))
+        stress = SteppedClock(options, plugin)
+        verdict = run_phases(options, [TIMING], processes=stress)
     # The probe: 30 s; a round: 90 s. After one round (120 s) a second would end at
     # 210 s, past the budget; checking only for a spent budget started it.
     assert verdict.verdict == "not-reproducible"

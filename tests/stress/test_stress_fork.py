@@ -21,11 +21,12 @@ import pytest
 
 from flakewarden.runner.process import FORK_SERVER_FILE, plugin_dir, plugin_env
 from flakewarden.runner.pytest_args import PytestCommand
-from flakewarden.stress.engine import Stress, StressOptions
+from flakewarden.stress.engine import StressOptions
 from flakewarden.stress.forkserver import ForkServer, Target
 from flakewarden.stress.launcher import FORK_ENV, Launcher, target_for
 from flakewarden.stress.pool import ChildSpec, run_all
-from flakewarden.stress.runs import Job
+from flakewarden.stress.probe import run_probe
+from flakewarden.stress.runs import Job, StressProcesses
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux")
 
@@ -573,14 +574,14 @@ def test_a_runner_forks_its_processes_after_the_probe(tmp_path: Path) -> None:
         cwd=project,
         report_dir=tmp_path / "report",
     )
-    stress = Stress(options, lambda line: None)
     with plugin_dir() as directory:
-        stress.plugin = directory
-        with stress.launcher_context():
-            assert stress._probe() is None
+        stress = StressProcesses(options, directory)
+        with stress.launching():
+            probed = run_probe(options, stress, lambda line: None)
+            assert probed.finding is None and probed.probe is not None
             assert stress.launcher == "spawn"  # the probe is always spawned
             job = Job("isolation", "baseline", [options.test_id])
-            results = stress.run_jobs([job] * 3, 2)
+            results = stress.run_jobs([job] * 3, 2, probe=probed.probe)
             assert stress.launcher == "fork server"
             assert "spawned" not in stress.launcher_note
         assert stress.launch is None

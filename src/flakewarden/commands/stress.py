@@ -18,7 +18,7 @@ from flakewarden.issues.tracker import FlakeTracker
 from flakewarden.model import ExitCode
 from flakewarden.model.verdicts import ERROR, RACE
 from flakewarden.runner.process import Interrupted
-from flakewarden.stress.engine import Stress, StressOptions
+from flakewarden.stress.engine import StressOptions, run_phases
 from flakewarden.stress.sequential import MARGIN, RELATIVE_MARGIN, Margin
 from flakewarden.stress.verdict import Verdict, read_verdict
 from flakewarden.stress.verdict_merge import merge_verdicts
@@ -164,7 +164,7 @@ def handle(args: argparse.Namespace) -> int:
             margin=Margin(args.margin / 100, args.relative_margin / 100),
         )
         try:
-            verdict = Stress(options, _say).run()
+            verdict = run_phases(options, say=_say)
         except Interrupted:
             _say("interrupted: no verdict")
             return int(ExitCode.INTERRUPTED)

@@ -38,7 +38,7 @@ from flakewarden.issues.tracker import FlakeTracker
 from flakewarden.model import ExitCode
 from flakewarden.reports import markdown as md
 from flakewarden.runner.process import Interrupted
-from flakewarden.stress.engine import Stress, StressOptions
+from flakewarden.stress.engine import StressOptions, run_phases
 from flakewarden.stress.fix_check import FAILED, HELD, FixCheck, judge
 from flakewarden.stress.sequential import MARGIN, RELATIVE_MARGIN, Margin
 from flakewarden.stress.verdict import Verdict, read_verdict
@@ -151,7 +151,7 @@ def _stress(test_id: str, args: argparse.Namespace) -> Verdict:
     # The project's tests never see a token, whoever started this command.
     held = {name: os.environ.pop(name) for name in TOKENS if name in os.environ}
     try:
-        verdict = Stress(options, _say).run()
+        verdict = run_phases(options, say=_say)
     finally:
         os.environ.update(held)
     write_verdict(verdict, args.report_dir)

@@ -16,16 +16,15 @@ fails too, the verdict stays ``deterministic`` and its reason says why.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
 from flakewarden.model import AttemptOutcome, RunReport
 from flakewarden.model.verdicts import INCONCLUSIVE, ORDER_DEPENDENT
 from flakewarden.stress import stats
-from flakewarden.stress.causes import also_non_idempotent
 from flakewarden.stress.order import ORDER_CONFIRM, ORDER_REPLAYS, recorded_report, replay
-from flakewarden.stress.runs import Runner
-from flakewarden.stress.verdict import Arm, Verdict
+from flakewarden.stress.phase import Finding, PhaseContext, PhaseEvidence, also_non_idempotent
+from flakewarden.stress.verdict import Arm
 
 SHOWN_SETTERS = 3  # state-setters named in a reason; ``order.state_setter`` lists them all
 
@@ -40,20 +39,20 @@ HINT = (
 class BrittleCheck:
     """What the check found: a verdict, or else what ``deterministic``'s reason adds."""
 
-    verdict: Optional[Verdict] = None
+    finding: Optional[Finding] = None
     clause: str = ""
     order: dict[str, object] = dataclasses.field(default_factory=dict)
 
 
-def brittle_check(stress: Runner, isolation: Arm) -> BrittleCheck:
+def brittle_check(ctx: PhaseContext, found: PhaseEvidence) -> BrittleCheck:
     """Weigh a recorded pass of a test that failed every isolated run."""
-    source = stress.options.order_from
+    source = ctx.options.order_from
     if source is None:
         return BrittleCheck(clause=HINT)
-    test_id = stress.options.test_id
-    report = recorded_report(stress)
+    test_id = ctx.test_id
+    report = recorded_report(ctx.options)
     if test_id not in report.order:
-        stress.notes.append(f"order: {test_id} is not in the run order of {source}")
+        found.note(f"order: {test_id} is not in the run order of {source}")
         return BrittleCheck(
             clause=f"; it is not in the run order of {source}, so no recorded order was replayed"
         )
@@ -83,14 +82,25 @@ def brittle_check(stress: Runner, isolation: Arm) -> BrittleCheck:
             "not the order",
             order=detail,
         )
-    stress.say(f"order: replaying the {len(before)} predecessors it passed after, in order")
-    replayed = Arm("order", "after-predecessors", command=stress.reproduce([*before, test_id]))
-    stress.arms.append(replayed)
-    replay(stress, [before], [replayed], ORDER_REPLAYS + 1)
+    return _replay_the_pass(ctx, found, before, where, detail)
+
+
+def _replay_the_pass(
+    ctx: PhaseContext,
+    found: PhaseEvidence,
+    before: list[str],
+    where: str,
+    detail: dict[str, object],
+) -> BrittleCheck:
+    """Replay the predecessors it passed after; a pass there is bisected to the state-setter."""
+    ctx.say(f"order: replaying the {len(before)} predecessors it passed after, in order")
+    replayed = Arm("order", "after-predecessors", command=ctx.reproduce([*before, ctx.test_id]))
+    found.arms.append(replayed)
+    replay(ctx, found, [before], [replayed], ORDER_REPLAYS + 1)
     detail["replay"] = {"runs": replayed.runs, "passes": _passes(replayed)}
     if not _passes(replayed):
         detail["reproduced"] = False
-        stress.notes.append(
+        found.note(
             f"order: the recorded run ({where}) holds a pass of it, but replaying its "
             f"{len(before)} predecessors in that order failed it too "
             f"({replayed.failures}/{replayed.runs})"
@@ -102,33 +112,49 @@ def brittle_check(stress: Runner, isolation: Arm) -> BrittleCheck:
             order=detail,
         )
     detail["reproduced"] = True
-    candidates, steps = _narrow(stress, before)
+    return _find_state_setter(ctx, found, before, replayed, detail)
+
+
+def _find_state_setter(
+    ctx: PhaseContext,
+    found: PhaseEvidence,
+    before: list[str],
+    replayed: Arm,
+    detail: dict[str, object],
+) -> BrittleCheck:
+    """Bisect to the state-setter and confirm it; all predecessors when the narrowed set fails."""
+    isolation = ctx.facts.isolation
+    assert isolation is not None
+    candidates, steps = _narrow(ctx, found, before)
     detail["bisection"] = steps
-    confirm, p = _confirm(stress, candidates, "after-state-setter", isolation)
+    confirm, p = _confirm(ctx, found, candidates, "after-state-setter", isolation)
     if p >= stats.ALPHA and candidates != before:
-        if stress.over_budget():
-            stress.notes.append(
+        if ctx.budget.spent():
+            found.note(
                 f"order: {_names(candidates)} did not confirm as the state-setter "
                 f"(p = {p:.3g}) and the budget is spent: the whole predecessor set was not tried"
             )
         else:
-            stress.notes.append(
+            found.note(
                 f"order: the narrowed set {_names(candidates)} did not confirm (p = {p:.3g}): "
                 f"trying all {len(before)} predecessors as the state-setter"
             )
             candidates = list(before)
-            confirm, p = _confirm(stress, candidates, "after-all-predecessors", isolation)
+            confirm, p = _confirm(ctx, found, candidates, "after-all-predecessors", isolation)
     detail["confirm"] = {
         "setters": len(candidates),
         "runs": confirm.runs,
         "passes": _passes(confirm),
         "p_value": p,
     }
+    non_idempotent = ctx.facts.non_idempotent
     if p < stats.ALPHA:
         detail["state_setter"] = candidates
-        return BrittleCheck(verdict=_brittle(stress, isolation, candidates, confirm, p, detail))
+        return BrittleCheck(
+            finding=brittle_finding(isolation, candidates, confirm, p, detail, non_idempotent)
+        )
     detail["candidates"] = candidates
-    return BrittleCheck(verdict=_inconclusive(stress, isolation, replayed, before, p, detail))
+    return BrittleCheck(finding=unconfirmed_finding(isolation, replayed, before, p, detail))
 
 
 def _predecessors(report: RunReport, test_id: str, attempt: int) -> list[str]:
@@ -151,20 +177,23 @@ def _passes(arm: Arm) -> int:
     return arm.runs - arm.failures
 
 
-def _narrow(stress: Runner, before: list[str]) -> tuple[list[str], list[dict[str, object]]]:
+def _narrow(
+    ctx: PhaseContext, found: PhaseEvidence, before: list[str]
+) -> tuple[list[str], list[dict[str, object]]]:
     """Bisect ``before`` to the tests it needs in front of it, and the steps taken."""
     steps: list[dict[str, object]] = []
-    found = _bisect(stress, before, before, [], steps)
-    if stress.over_budget():
-        stress.notes.append(
-            f"order: the budget ran out while bisecting, at {len(found)} candidate "
+    needed = _bisect(ctx, found, before, before, [], steps)
+    if ctx.budget.spent():
+        found.note(
+            f"order: the budget ran out while bisecting, at {len(needed)} candidate "
             "state-setter test(s): those are what is confirmed"
         )
-    return _in_order(before, found), steps
+    return _in_order(before, needed), steps
 
 
 def _bisect(
-    stress: Runner,
+    ctx: PhaseContext,
+    found: PhaseEvidence,
     before: list[str],
     candidates: list[str],
     context: list[str],
@@ -178,13 +207,14 @@ def _bisect(
     enough (two state-setters, one in each half), each half is narrowed with
     the other one run before it too, so both state-setters are found.
     """
-    if len(candidates) <= 1 or stress.over_budget():
+    if len(candidates) <= 1 or ctx.budget.spent():
         return candidates
     half = len(candidates) // 2
     first, second = candidates[:half], candidates[half:]
     arms = [Arm("order", "bisect"), Arm("order", "bisect")]
     replay(
-        stress,
+        ctx,
+        found,
         [_in_order(before, [*context, *part]) for part in (first, second)],
         arms,
         ORDER_REPLAYS,
@@ -201,11 +231,11 @@ def _bisect(
         }
     )
     if passes[0]:
-        return _bisect(stress, before, first, context, steps)
+        return _bisect(ctx, found, before, first, context, steps)
     if passes[1]:
-        return _bisect(stress, before, second, context, steps)
-    needed = _bisect(stress, before, first, [*context, *second], steps)
-    return needed + _bisect(stress, before, second, [*context, *needed], steps)
+        return _bisect(ctx, found, before, second, context, steps)
+    needed = _bisect(ctx, found, before, first, [*context, *second], steps)
+    return needed + _bisect(ctx, found, before, second, [*context, *needed], steps)
 
 
 def _in_order(before: list[str], tests: Sequence[str]) -> list[str]:
@@ -214,13 +244,14 @@ def _in_order(before: list[str], tests: Sequence[str]) -> list[str]:
     return [t for t in before if t in wanted]
 
 
-def _confirm(stress: Runner, setters: list[str], knob: str, isolation: Arm) -> tuple[Arm, float]:
+def _confirm(
+    ctx: PhaseContext, found: PhaseEvidence, setters: list[str], knob: str, isolation: Arm
+) -> tuple[Arm, float]:
     """The pair in fresh processes; p of passing more often than in isolation."""
-    test_id = stress.options.test_id
-    stress.say(f"order: confirming {len(setters)} state-setter test(s), then the test")
-    arm = Arm("order", knob, command=stress.reproduce([*setters, test_id]))
-    stress.arms.append(arm)
-    replay(stress, [setters], [arm], ORDER_CONFIRM)
+    ctx.say(f"order: confirming {len(setters)} state-setter test(s), then the test")
+    arm = Arm("order", knob, command=ctx.reproduce([*setters, ctx.test_id]))
+    found.arms.append(arm)
+    replay(ctx, found, [setters], [arm], ORDER_CONFIRM)
     p = stats.fisher_greater(_passes(isolation), isolation.runs, _passes(arm), arm.runs)
     arm.p_value = p
     return arm, p
@@ -233,22 +264,23 @@ def _names(tests: Sequence[str]) -> str:
     return f"{shown} and {len(tests) - SHOWN_SETTERS + 1} more (order.state_setter lists them)"
 
 
-def _brittle(
-    stress: Runner,
+def brittle_finding(
     isolation: Arm,
     setters: list[str],
     confirm: Arm,
     p: float,
     detail: dict[str, object],
-) -> Verdict:
+    non_idempotent: Mapping[str, object],
+) -> Finding:
+    """Brittle: it passed significantly more often right after its state-setter(s)."""
     names = _names(setters)
     one = len(setters) == 1
-    return stress.verdict(
+    return Finding(
         ORDER_DEPENDENT,
         f"fails alone ({isolation.failures}/{isolation.runs} isolated runs failed) but passed "
         f"{_passes(confirm)}/{confirm.runs} times right after its "
         f"state-setter{'' if one else 's'} {names}: brittle, it relies on state "
-        f"{names + ' sets' if one else 'they set'}" + also_non_idempotent(stress),
+        f"{names + ' sets' if one else 'they set'}" + also_non_idempotent(non_idempotent),
         "order-dependent (brittle): one-sided Fisher exact test of passes right after the "
         f"state-setter against passes in isolation, p = {p:.3g} < {stats.ALPHA}",
         order=detail,
@@ -256,15 +288,11 @@ def _brittle(
     )
 
 
-def _inconclusive(
-    stress: Runner,
-    isolation: Arm,
-    replayed: Arm,
-    before: list[str],
-    p: float,
-    detail: dict[str, object],
-) -> Verdict:
-    return stress.verdict(
+def unconfirmed_finding(
+    isolation: Arm, replayed: Arm, before: list[str], p: float, detail: dict[str, object]
+) -> Finding:
+    """A pass after its predecessors that no state-setter confirmed: neither break nor order."""
+    return Finding(
         INCONCLUSIVE,
         f"fails alone ({isolation.failures}/{isolation.runs} isolated runs failed) but passed "
         f"{_passes(replayed)}/{replayed.runs} times right after its {len(before)} recorded "

@@ -1,5 +1,10 @@
 """The plumbing of a stress run: building each process's command, running it, counting its runs.
 
+``StressProcesses`` is the one service the engine owns and hands to every phase:
+it numbers the process directories, launches through the fork server once the
+probe has run, and tallies runs into arms. ``Probe`` is what the probe learned
+that every later process's command is built from.
+
 Every process runs the user's pytest command with the selection replaced
 (the test's file, ``--rootdir`` pinned, exact node ids through the plugin),
 ``--tb=long`` for complete tracebacks, and the plugin's repeat knob. A run's
@@ -21,7 +26,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Callable, Optional
 
-from flakewarden import __version__
 from flakewarden.model import AttemptOutcome, TestRecord, first_line
 from flakewarden.runner import pytest_args
 from flakewarden.runner.process import plugin_env
@@ -29,7 +33,7 @@ from flakewarden.runner.process_results import ProcessResults, read_results
 from flakewarden.stress.launcher import SPAWN, Launcher
 from flakewarden.stress.pool import ChildSpec, Throttle, burners, run_all
 from flakewarden.stress.sequential import DEFAULT_MARGIN, Margin
-from flakewarden.stress.verdict import Arm, Failure, Verdict
+from flakewarden.stress.verdict import Arm, Failure
 
 SWITCH_INTERVAL = "1e-05"
 NO_RANDOMLY = ["-p", "no:randomly"]
@@ -49,6 +53,7 @@ STRESS_DROP = {
 }
 
 Say = Callable[[str], None]
+DEFAULT_TEST_SECONDS = 0.01  # before the probe has timed the test
 
 
 @dataclasses.dataclass
@@ -93,7 +98,7 @@ class JobResult:
         return self.results.started and (self.timed_out or len(self.records) < self.job.repeat)
 
 
-def _now() -> str:
+def now_iso() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
@@ -112,169 +117,22 @@ def environment(cores: int, probe: Optional[ProcessResults]) -> dict[str, object
     }
 
 
-class Runner:
-    """The state of one stress run and how it starts processes and counts their runs."""
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    """What the probe learned about how the command runs the test."""
 
-    def __init__(self, options: StressOptions, say: Say) -> None:
-        self.options = options
-        self.say = say
-        self.started = time.monotonic()
-        self.started_at = _now()
-        self.number = 0
-        self.arms: list[Arm] = []
-        self.first_failure: Optional[Failure] = None
-        self.notes: list[str] = []
-        self.prefix: list[str] = list(options.command)
-        self.base_args: list[str] = []
-        self.rootdir = options.cwd
-        self.executable = sys.executable
-        self.plugin = Path()
-        self.test_seconds = 0.01
-        self.probe: Optional[ProcessResults] = None
-        self.split: Optional[pytest_args.PytestCommand] = None
-        self.positionals: list[str] = []
-        # Set when the test leaks state into itself: every later process runs it once.
-        self.non_idempotent: dict[str, object] = {}
-        # How processes start: "fork server" or "spawn" (see launcher.py), and why any spawned.
-        self.launch: Optional[Launcher] = None
-        self.launcher = SPAWN
-        self.launcher_note = ""
-
-    # -- plumbing ---------------------------------------------------------------
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
-
-    def over_budget(self) -> bool:
-        return self.elapsed() > self.options.budget_seconds
-
-    def command_for(self, job: Job) -> list[str]:
-        if self.split is None:
-            return [*self.prefix, *self.base_args, *job.args]
-        args = pytest_args.rerun_args(
-            self.split.args, positionals=self.positionals, node_ids=job.ids, rootdir=self.rootdir
-        )
-        return [
-            *self.split.prefix,
-            *pytest_args.drop_options(args, STRESS_DROP),
-            "--tb=long",
-            *job.args,
-        ]
-
-    def _process_timeout(self, job: Job) -> float:
-        return max(60.0, 30 * (2.0 + job.repeat * self.test_seconds))
-
-    @contextlib.contextmanager
-    def launcher_context(self) -> Iterator[None]:
-        """While the block runs, processes after the probe may be forked from a fork server."""
-        with Launcher() as launch:
-            self.launch = launch
-            try:
-                yield
-            finally:
-                self.launch = None
-                self.launcher, self.launcher_note = launch.mechanism, launch.note
-
-    def run_jobs(
-        self,
-        jobs: Sequence[Job],
-        parallel: int,
-        burn: int = 0,
-        *,
-        throttle: Optional[Throttle] = None,
-    ) -> list[JobResult]:
-        specs: list[ChildSpec] = []
-        directories: list[Path] = []
-        numbers: list[int] = []
-        for job in jobs:
-            self.number += 1
-            directory = (
-                self.options.report_dir / "processes" / f"{self.number:04d}-{job.phase}-{job.knob}"
-            )
-            directory.mkdir(parents=True, exist_ok=True)
-            ids_file = directory / "select.json"
-            ids_file.write_text(json.dumps(job.ids, ensure_ascii=False), encoding="utf-8")
-            extra = {"FLAKEWARDEN_REPEAT": str(job.repeat), **job.env}
-            if job.ordered:
-                extra["FLAKEWARDEN_ORDER"] = str(ids_file)
-            env = plugin_env(
-                self.plugin,
-                directory / "results.jsonl",
-                select=None if job.ordered else ids_file,
-                extra=extra,
-            )
-            if "FLAKEWARDEN_SWITCH_INTERVAL" not in job.env:
-                env.pop("FLAKEWARDEN_SWITCH_INTERVAL", None)
-            specs.append(
-                ChildSpec(
-                    self.command_for(job),
-                    self.options.cwd,
-                    env,
-                    directory / "output.log",
-                    self._process_timeout(job),
-                )
-            )
-            directories.append(directory)
-            numbers.append(self.number)
-        launch = self.launch if self.probe is not None and specs else None
-        server = None
-        if launch is not None:  # decided once the probe has shown how the command starts pytest
-            server = launch.server_for(self.split, self.plugin, self.options.cwd, specs[0].env)
-        with burners(burn) if burn else contextlib.nullcontext():
-            outcomes = run_all(specs, parallel, server=server, throttle=throttle)
-        if launch is not None:
-            self.launcher, self.launcher_note = launch.mechanism, launch.note
-        out: list[JobResult] = []
-        for job, number, directory, outcome in zip(jobs, numbers, directories, outcomes):
-            results = read_results(directory / "results.jsonl")
-            records = [r for r in results.tests if r.id == self.options.test_id]
-            out.append(
-                JobResult(
-                    job, number, directory, results, records, outcome.exit_code, outcome.timed_out
-                )
-            )
-        return out
-
-    def tally(self, arm: Arm, results: Sequence[JobResult]) -> None:
-        """Add each finished run to ``arm``; a process that died mid-test counts one failure.
-
-        A run is a first run when it was the process's first iteration of the
-        test, else an in-process repeat; the arm counts them apart.
-        """
-        for result in results:
-            arm.processes += 1
-            for record in result.records:
-                outcome = record.outcome
-                if outcome == AttemptOutcome.SKIPPED:
-                    arm.skipped += 1
-                    continue
-                arm.add(outcome.is_failure, first=record.iteration == 0)
-                if outcome.is_failure:
-                    self._remember(
-                        result, record.iteration, first_line(record.longrepr), record.longrepr
-                    )
-            if result.died:
-                arm.crashed += 1
-                arm.add(True, first=not result.records)
-                why = "timed out" if result.timed_out else f"exited with {result.exit_code}"
-                tail = log_tail(result.directory / "output.log")
-                self._remember(result, len(result.records), f"the process {why} mid-test", tail)
-
-    def _remember(self, result: JobResult, iteration: int, message: str, text: str) -> None:
-        if self.first_failure is not None:
-            return
-        self.first_failure = Failure(
-            phase=result.job.phase,
-            knob=result.job.knob,
-            process=result.number,
-            iteration=iteration,
-            message=message,
-            traceback=text,
-            log=str((result.directory / "output.log").relative_to(self.options.report_dir)),
-        )
+    results: ProcessResults  # the probe process's session (the environment reads its config)
+    rootdir: Path
+    executable: str
+    split: Optional[pytest_args.PytestCommand]  # None: the command does not start pytest directly
+    positionals: tuple[str, ...] = ()
+    base_args: tuple[str, ...] = ()  # what every process adds when the plugin selects the test
+    test_seconds: float = DEFAULT_TEST_SECONDS  # the test's mean duration in the probe
+    randomly: bool = False  # pytest-randomly is in use
 
     def reproduce(
         self,
+        command: Sequence[str],
         ids: Sequence[str],
         *,
         knob: str = "baseline",
@@ -283,7 +141,7 @@ class Runner:
         run_share: float = 0.0,
     ) -> str:
         """A command a human can paste, from the rootdir, without flakewarden."""
-        located = pytest_args.locate(self.options.command)
+        located = pytest_args.locate(list(command))
         if located is not None and located.prefix[-2:] == ["-m", "pytest"]:
             python = located.prefix[:-2]
         else:
@@ -314,27 +172,164 @@ class Runner:
             )
         return f"cd {shlex.quote(str(self.rootdir))} && {line}"
 
-    def verdict(self, name: str, reason: str, rule: str, **fields: object) -> Verdict:
-        result = Verdict(
-            test_id=self.options.test_id,
-            verdict=name,
-            reason=reason,
-            rule=rule,
-            arms=self.arms,
-            first_failure=self.first_failure,
-            environment=environment(self.options.cores, self.probe),
-            command=self.options.command,
-            started_at=self.started_at,
-            finished_at=_now(),
-            duration=self.elapsed(),
-            version=__version__,
-            notes=self.notes,
-            non_idempotent=dict(self.non_idempotent),
-            launcher={"mechanism": self.launcher, "note": self.launcher_note},
+
+class StressProcesses:
+    """The processes of one stress run: starts them, numbers their directories, counts runs.
+
+    The engine owns one and hands it to every phase as a service; its only state
+    is the process counter and how processes were launched, never a phase's evidence.
+    """
+
+    def __init__(self, options: StressOptions, plugin: Path) -> None:
+        self.options = options
+        self.plugin = plugin
+        self.number = 0
+        # How processes start: "fork server" or "spawn" (see launcher.py), and why any spawned.
+        self.launch: Optional[Launcher] = None
+        self.launcher = SPAWN
+        self.launcher_note = ""
+
+    def now(self) -> float:
+        """The clock the budget is measured on."""
+        return time.monotonic()
+
+    def command_for(self, job: Job, probe: Optional[Probe]) -> list[str]:
+        split = None if probe is None else probe.split
+        if probe is None or split is None:
+            base_args = [] if probe is None else list(probe.base_args)
+            return [*self.options.command, *base_args, *job.args]
+        args = pytest_args.rerun_args(
+            split.args,
+            positionals=list(probe.positionals),
+            node_ids=job.ids,
+            rootdir=probe.rootdir,
         )
-        for key, value in fields.items():
-            setattr(result, key, value)
-        return result
+        return [*split.prefix, *pytest_args.drop_options(args, STRESS_DROP), "--tb=long", *job.args]
+
+    @staticmethod
+    def _process_timeout(job: Job, probe: Optional[Probe]) -> float:
+        test_seconds = DEFAULT_TEST_SECONDS if probe is None else probe.test_seconds
+        return max(60.0, 30 * (2.0 + job.repeat * test_seconds))
+
+    @contextlib.contextmanager
+    def launching(self) -> Iterator[None]:
+        """While the block runs, processes after the probe may be forked from a fork server."""
+        with Launcher() as launch:
+            self.launch = launch
+            try:
+                yield
+            finally:
+                self.launch = None
+                self.launcher, self.launcher_note = launch.mechanism, launch.note
+
+    def launched(self) -> dict[str, object]:
+        """How the fresh processes were started, for ``verdict.json``."""
+        return {"mechanism": self.launcher, "note": self.launcher_note}
+
+    def run_jobs(
+        self,
+        jobs: Sequence[Job],
+        parallel: int,
+        burn: int = 0,
+        *,
+        throttle: Optional[Throttle] = None,
+        probe: Optional[Probe] = None,
+    ) -> list[JobResult]:
+        """Run the jobs, ``parallel`` at a time; ``probe`` is what the probe learned, if it ran."""
+        specs: list[ChildSpec] = []
+        directories: list[Path] = []
+        numbers: list[int] = []
+        for job in jobs:
+            self.number += 1
+            directory = (
+                self.options.report_dir / "processes" / f"{self.number:04d}-{job.phase}-{job.knob}"
+            )
+            directory.mkdir(parents=True, exist_ok=True)
+            ids_file = directory / "select.json"
+            ids_file.write_text(json.dumps(job.ids, ensure_ascii=False), encoding="utf-8")
+            extra = {"FLAKEWARDEN_REPEAT": str(job.repeat), **job.env}
+            if job.ordered:
+                extra["FLAKEWARDEN_ORDER"] = str(ids_file)
+            env = plugin_env(
+                self.plugin,
+                directory / "results.jsonl",
+                select=None if job.ordered else ids_file,
+                extra=extra,
+            )
+            if "FLAKEWARDEN_SWITCH_INTERVAL" not in job.env:
+                env.pop("FLAKEWARDEN_SWITCH_INTERVAL", None)
+            specs.append(
+                ChildSpec(
+                    self.command_for(job, probe),
+                    self.options.cwd,
+                    env,
+                    directory / "output.log",
+                    self._process_timeout(job, probe),
+                )
+            )
+            directories.append(directory)
+            numbers.append(self.number)
+        launch = self.launch if probe is not None and specs else None
+        server = None
+        if launch is not None:  # decided once the probe has shown how the command starts pytest
+            assert probe is not None
+            server = launch.server_for(probe.split, self.plugin, self.options.cwd, specs[0].env)
+        with burners(burn) if burn else contextlib.nullcontext():
+            outcomes = run_all(specs, parallel, server=server, throttle=throttle)
+        if launch is not None:
+            self.launcher, self.launcher_note = launch.mechanism, launch.note
+        out: list[JobResult] = []
+        for job, number, directory, outcome in zip(jobs, numbers, directories, outcomes):
+            results = read_results(directory / "results.jsonl")
+            records = [r for r in results.tests if r.id == self.options.test_id]
+            out.append(
+                JobResult(
+                    job, number, directory, results, records, outcome.exit_code, outcome.timed_out
+                )
+            )
+        return out
+
+    def tally(self, arm: Arm, results: Sequence[JobResult]) -> Optional[Failure]:
+        """Add each finished run to ``arm``; return the first failing run among them.
+
+        A process that died mid-test counts one failure. A run is a first run
+        when it was the process's first iteration of the test, else an
+        in-process repeat; the arm counts them apart.
+        """
+        first: Optional[Failure] = None
+        for result in results:
+            arm.processes += 1
+            for record in result.records:
+                outcome = record.outcome
+                if outcome == AttemptOutcome.SKIPPED:
+                    arm.skipped += 1
+                    continue
+                arm.add(outcome.is_failure, first=record.iteration == 0)
+                if outcome.is_failure and first is None:
+                    first = self._failure(
+                        result, record.iteration, first_line(record.longrepr), record.longrepr
+                    )
+            if result.died:
+                arm.crashed += 1
+                arm.add(True, first=not result.records)
+                if first is None:
+                    why = "timed out" if result.timed_out else f"exited with {result.exit_code}"
+                    tail = log_tail(result.directory / "output.log")
+                    first = self._failure(
+                        result, len(result.records), f"the process {why} mid-test", tail
+                    )
+        return first
+
+    def _failure(self, result: JobResult, iteration: int, message: str, text: str) -> Failure:
+        return Failure(
+            phase=result.job.phase,
+            knob=result.job.knob,
+            process=result.number,
+            iteration=iteration,
+            message=message,
+            traceback=text,
+            log=str((result.directory / "output.log").relative_to(self.options.report_dir)),
+        )
 
 
 def log_tail(path: Path, limit: int = 4000) -> str:

@@ -18,7 +18,7 @@ questions stay open until the evidence answers one of them:
   test martingale rejects at level ``beta`` (predictable estimate from earlier
   rounds against q). A knob whose rate exceeded the bound would have been seen
   with probability at least ``1 - beta``. The knob is *bounded* when the bound
-  minus the baseline's rate is within the margin.
+  minus the baseline's rate is within the margin (``bounds``).
 
 Sampling ends when a knob is a race, or when every knob is bounded; otherwise
 the budget ends it and the question stays open (``inconclusive``).
@@ -26,23 +26,46 @@ the budget ends it and the question stays open (``inconclusive``).
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from flakewarden.model.binomial import ALPHA, lower_bound, upper_bound
+from flakewarden.stress.bounds import (
+    BETA,
+    DEFAULT_MARGIN,
+    MARGIN,
+    RELATIVE_MARGIN,
+    Counts,
+    KnobBound,
+    Margin,
+    RateBound,
+    anytime_upper_bound,
+)
 
-BETA = 0.10  # a knob above the bound would have been seen with probability 1 - BETA
+__all__ = [
+    "BETA",
+    "BOUNDED",
+    "DEFAULT_MARGIN",
+    "MARGIN",
+    "OPEN",
+    "RACE",
+    "RELATIVE_MARGIN",
+    "THETA_GRID",
+    "Counts",
+    "KnobBound",
+    "Margin",
+    "RateBound",
+    "Sequential",
+    "anytime_upper_bound",
+    "knob_summary",
+    "paired_signs",
+]
+
 # The increase is measured from what the baseline's rate is at least (one-sided
 # Clopper-Pearson), so a baseline that failed more often than usual by chance
 # neither hides an increase nor widens the margin.
 BASELINE_CONFIDENCE = 0.95
-MARGIN = 0.0025  # largest increase in failure rate a bounded knob may still hide (absolute)
-RELATIVE_MARGIN = 0.5  # ... or this share of the baseline's own rate, when that is larger
-# The plug-in estimate's pseudo-count of failures: small, so that a few clean rounds
-# already bound a rate near zero (the first round is estimated at half the candidate).
-PSEUDO_FAILURES = 0.1
 # The chances that a knob's process fails more of its runs than its paired baseline
 # process does, that the race test's mixture is spread over (a fair coin when the
 # knob changes nothing).
@@ -51,30 +74,6 @@ THETA_GRID = (0.55, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999)
 RACE = "race"
 BOUNDED = "bounded"
 OPEN = "open"
-
-
-class Margin(NamedTuple):
-    """The largest increase in failure rate that still counts as "no knob effect"."""
-
-    absolute: float = MARGIN
-    relative: float = RELATIVE_MARGIN
-
-    def at(self, baseline_rate: float) -> float:
-        return max(self.absolute, self.relative * baseline_rate)
-
-    def describe(self) -> str:
-        return (
-            f"{100 * self.absolute:.2f} percentage points, or {100 * self.relative:.0f}% of "
-            "the baseline's rate when that is larger"
-        )
-
-
-DEFAULT_MARGIN = Margin()
-
-
-class Counts(NamedTuple):
-    runs: int
-    failures: int
 
 
 def _total(processes: Sequence[Counts]) -> Counts:
@@ -114,123 +113,6 @@ def paired_signs(base: Sequence[Counts], knob: Sequence[Counts]) -> tuple[int, i
         higher += diff > 0
         lower += diff < 0
     return higher, lower
-
-
-def _log_bernoulli(failures: int, runs: int, p: float) -> float:
-    if p <= 0.0:
-        return 0.0 if failures == 0 else -math.inf
-    if p >= 1.0:
-        return 0.0 if failures == runs else -math.inf
-    return failures * math.log(p) + (runs - failures) * math.log1p(-p)
-
-
-class RateBound:
-    """An upper bound on one arm's failure rate, valid however many rounds were looked at.
-
-    For a candidate rate q, each round's likelihood under a predictable
-    estimate (earlier rounds only, capped at q) against its likelihood under q
-    multiplies into a test martingale for "the rate is at least q"; q is
-    excluded once it reaches ``1 / beta``, and the bound is the smallest q
-    excluded. A round whose estimate is at least q contributes nothing, so
-    with the rounds sorted by their estimate the martingale at any q is one
-    lookup in prefix sums.
-    """
-
-    def __init__(self, beta: float = BETA) -> None:
-        self.beta = beta
-        self.runs = 0
-        self.failures = 0
-        self.rounds: list[tuple[float, float, int, int]] = []  # (estimate, log-lik, runs, fails)
-        self._prefix: Optional[tuple[list[float], list[float], list[int], list[int]]] = None
-        self.first: Optional[Counts] = None  # estimated by half the candidate rate
-
-    def add(self, counts: Counts) -> None:
-        if self.first is None:
-            self.first = counts
-        else:
-            estimate = (self.failures + PSEUDO_FAILURES) / (self.runs + 1)
-            own = _log_bernoulli(counts.failures, counts.runs, estimate)
-            bisect.insort(self.rounds, (estimate, own, counts.runs, counts.failures))
-        self.runs += counts.runs
-        self.failures += counts.failures
-        self._prefix = None
-
-    def _sums(self) -> tuple[list[float], list[float], list[int], list[int]]:
-        if self._prefix is None:
-            keys, own, runs, fails = [], [0.0], [0], [0]
-            for estimate, log_lik, n, f in self.rounds:
-                keys.append(estimate)
-                own.append(own[-1] + log_lik)
-                runs.append(runs[-1] + n)
-                fails.append(fails[-1] + f)
-            self._prefix = (keys, own, runs, fails)
-        return self._prefix
-
-    def log_martingale(self, q: float) -> float:
-        keys, own, runs, fails = self._sums()
-        i = bisect.bisect_left(keys, q)  # rounds whose estimate is below q
-        total = own[i] - _log_bernoulli(fails[i], runs[i], q)
-        if self.first is not None:
-            first = self.first
-            total += _log_bernoulli(first.failures, first.runs, q / 2) - _log_bernoulli(
-                first.failures, first.runs, q
-            )
-        return total
-
-    def upper(self) -> float:
-        if self.runs == 0:
-            return 1.0
-        threshold = math.log(1 / self.beta)
-        if self.log_martingale(1.0 - 1e-12) < threshold:
-            return 1.0
-        low = self.failures / self.runs
-        # The martingale need not grow with q everywhere: a candidate above the first
-        # crossing may still be unexcluded. The bound is above every unexcluded point
-        # of a fine grid, then found by bisection from the highest such point.
-        grid = [low + (1.0 - low) * i / 100 for i in range(1, 100)]
-        unexcluded = [q for q in grid if self.log_martingale(q) < threshold]
-        if unexcluded:
-            low = max(low, unexcluded[-1])
-        high = 1.0
-        for _ in range(50):
-            mid = (low + high) / 2
-            if self.log_martingale(mid) >= threshold:
-                high = mid
-            else:
-                low = mid
-        return high
-
-
-def anytime_upper_bound(rounds: Sequence[Counts], beta: float = BETA) -> float:
-    """``RateBound``'s upper bound over these rounds, in the order they ran."""
-    bound = RateBound(beta)
-    for counts in rounds:
-        bound.add(counts)
-    return bound.upper()
-
-
-class KnobBound(NamedTuple):
-    """What one knob's runs exclude: its rate is below ``upper`` (``1 - beta``)."""
-
-    upper: float
-    baseline_rate: float  # what the baseline's rate is at least (95% one-sided)
-    increase: float  # upper - baseline_rate, at least 0
-    margin: float
-    runs: int
-    unit: str = "runs"  # "processes" when the failures cluster by process
-
-    @property
-    def met(self) -> bool:
-        return self.increase <= self.margin
-
-    def describe(self, beta: float = BETA) -> str:
-        what = "rate" if self.unit == "runs" else "share of failing processes"
-        return (
-            f"a knob raising the {what} above {100 * self.upper:.2f}% (baseline at least "
-            f"{100 * self.baseline_rate:.2f}% + {100 * self.increase:.2f} points) would have "
-            f"been seen with {100 * (1 - beta):.0f}% probability in its {self.runs:,} "
-            f"{self.unit}"
-        )
 
 
 class Sequential:

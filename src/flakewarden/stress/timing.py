@@ -9,7 +9,7 @@ a knob already bounded gets no more runs, so the open ones get them. The load
 knobs are escalated until the test's own measured slowdown reaches the target
 (``load``).
 
-A test that leaks state into itself (``Runner.non_idempotent``) is never
+A test that leaks state into itself (``Facts.non_idempotent``) is never
 repeated in-process here: each round gives each arm as many fresh processes of
 one run each. Its cause is already found, so the phase only looks for a race
 among first runs, up to ``FOUND_CAUSE_RUNS`` per arm.
@@ -22,32 +22,42 @@ from typing import Callable
 
 from flakewarden.model import AttemptOutcome
 from flakewarden.stress.load import LOAD_KNOBS, LoadArm
-from flakewarden.stress.runs import NO_RANDOMLY, SWITCH_INTERVAL, Job, JobResult, Runner
+from flakewarden.stress.phase import PhaseContext, PhaseEvidence, PhaseResult
+from flakewarden.stress.runs import NO_RANDOMLY, SWITCH_INTERVAL, Job, JobResult
 from flakewarden.stress.sequential import Counts, Sequential
 from flakewarden.stress.throttle import period_for, throttled
-from flakewarden.stress.timing_verdict import FOUND_CAUSE_RUNS, KNOBS, TimingEvidence, conclude
-from flakewarden.stress.verdict import Arm, Verdict
+from flakewarden.stress.timing_verdict import (
+    FOUND_CAUSE_RUNS,
+    KNOBS,
+    TimingEvidence,
+    conclude,
+    load_notes,
+    settle_knobs,
+)
+from flakewarden.stress.verdict import Arm
 
 MAX_REPEAT = 20
 MIN_REPEAT = 5
 TARGET_PROCESS_SECONDS = 2.0
 
 
-def timing_phase(stress: Runner, isolation: Arm) -> Verdict:
-    options = stress.options
-    repeat = int(min(MAX_REPEAT, max(MIN_REPEAT, TARGET_PROCESS_SECONDS / stress.test_seconds)))
+def timing_phase(ctx: PhaseContext) -> PhaseResult:
+    """Interleaved rounds until a knob is a race, every knob is bounded, or the budget ends."""
+    options = ctx.options
+    found = PhaseEvidence(ctx)
+    repeat = int(min(MAX_REPEAT, max(MIN_REPEAT, TARGET_PROCESS_SECONDS / ctx.probe.test_seconds)))
     if options.runs is not None:
         repeat = min(repeat, max(1, options.runs))
     # Runs per round per arm stay ``repeat``; a non-idempotent test gets them from as
     # many fresh processes of one run each.
-    fresh_only = bool(stress.non_idempotent)
+    fresh_only = bool(ctx.facts.non_idempotent)
     per_process, processes = (1, repeat) if fresh_only else (repeat, 1)
     test_id = [options.test_id]
     arms = {
-        name: Arm("timing", name, repeat=per_process, command=stress.reproduce(test_id, knob=name))
+        name: Arm("timing", name, repeat=per_process, command=ctx.reproduce(test_id, knob=name))
         for name in ["baseline", *KNOBS]
     }
-    stress.arms.extend(arms.values())
+    found.arms.extend(arms.values())
     evidence = TimingEvidence(
         arms=arms,
         sequential=Sequential(KNOBS, margin=options.margin),
@@ -56,26 +66,40 @@ def timing_phase(stress: Runner, isolation: Arm) -> Verdict:
         processes=processes,
         fresh_only=fresh_only,
     )
-    stress.say(
+    ctx.say(
         f"timing: interleaved rounds of {repeat} runs per knob until the evidence decides "
         f"or the {options.budget_seconds:g} s budget ends"
         + (" (fresh processes only: the test is non-idempotent)" if fresh_only else "")
     )
-    started = stress.elapsed()
+    _sample(ctx, found, evidence)
+    settle_knobs(evidence)
+    cpu, throttle = evidence.loads["cpu-load"], evidence.loads["throttle"]
+    arms["cpu-load"].command = ctx.reproduce(test_id, burners=cpu.burners)
+    arms["throttle"].command = ctx.reproduce(test_id, run_share=throttle.run_share)
+    found.notes.extend(load_notes(evidence))
+    finding = conclude(
+        evidence, [*ctx.arms, *found.arms], ctx.facts.non_idempotent, options.budget_seconds
+    )
+    return found.result(finding)
+
+
+def _sample(ctx: PhaseContext, found: PhaseEvidence, evidence: TimingEvidence) -> None:
+    """Run rounds until the evidence, the --runs cap or the budget ends sampling."""
+    started = ctx.budget.elapsed()
     longest = 0.0  # the longest round so far: what the next one is expected to take
     while True:
-        stop = _budget_stop(stress, evidence.looks, longest)
+        stop = _budget_stop(ctx, evidence.looks, longest)
         if stop:
-            stress.notes.append(stop)
+            found.note(stop)
             evidence.ended_by = "budget"
             break
-        shares = _shares(stress, evidence)
+        shares = _shares(ctx, evidence)
         if not any(shares[k] for k in KNOBS):
             evidence.ended_by = "cap"
             break
-        round_started = stress.elapsed()
-        _round(stress, evidence, shares)
-        longest = max(longest, stress.elapsed() - round_started)
+        round_started = ctx.budget.elapsed()
+        _round(ctx, found, evidence, shares)
+        longest = max(longest, ctx.budget.elapsed() - round_started)
         sequential = evidence.sequential
         if sequential.races():
             evidence.ended_by = "race"
@@ -86,14 +110,13 @@ def timing_phase(stress: Runner, isolation: Arm) -> Verdict:
         if evidence.found_cause_done():
             evidence.ended_by = "found cause"
             break
-    evidence.seconds = stress.elapsed() - started
-    return conclude(stress, evidence)
+    evidence.seconds = ctx.budget.elapsed() - started
 
 
-def _shares(stress: Runner, evidence: TimingEvidence) -> dict[str, int]:
+def _shares(ctx: PhaseContext, evidence: TimingEvidence) -> dict[str, int]:
     """Processes per arm for the next round: the sequential allocation, less arms at a cap."""
     shares = evidence.sequential.allocation()
-    cap = stress.options.runs
+    cap = ctx.options.runs
     for knob in KNOBS:
         runs = evidence.arms[knob].runs
         if cap is not None and runs >= cap:
@@ -105,12 +128,14 @@ def _shares(stress: Runner, evidence: TimingEvidence) -> dict[str, int]:
     return shares
 
 
-def _round(stress: Runner, evidence: TimingEvidence, shares: dict[str, int]) -> None:
+def _round(
+    ctx: PhaseContext, found: PhaseEvidence, evidence: TimingEvidence, shares: dict[str, int]
+) -> None:
     evidence.round = {}
     steps: list[Callable[[], None]] = [
-        lambda: _unloaded_step(stress, evidence, shares),
-        lambda: _burn_step(stress, evidence, shares["cpu-load"]),
-        lambda: _throttle_step(stress, evidence, shares["throttle"]),
+        lambda: _unloaded_step(ctx, found, evidence, shares),
+        lambda: _burn_step(ctx, found, evidence, shares["cpu-load"]),
+        lambda: _throttle_step(ctx, found, evidence, shares["throttle"]),
     ]
     shift = evidence.looks % len(steps)
     for step in steps[shift:] + steps[:shift]:
@@ -123,7 +148,7 @@ def _round(stress: Runner, evidence: TimingEvidence, shares: dict[str, int]) -> 
         if load.escalate(evidence.base_durations):
             # The knob is now a heavier load: its bound starts afresh at the new level.
             evidence.sequential.reset(knob)
-            stress.notes.append(
+            found.note(
                 f"timing: {knob} reached {reached or 0:.1f}x at {level}, short of the target; "
                 f"escalated to {load.level_name()}"
             )
@@ -134,7 +159,7 @@ def _durations(results: Sequence[JobResult]) -> list[float]:
 
 
 def _per_process(results: Sequence[JobResult]) -> list[Counts]:
-    """Each process's runs and failures, counted as ``Runner.tally`` counts them."""
+    """Each process's runs and failures, counted as ``StressProcesses.tally`` counts them."""
     out = []
     for result in results:
         ran = [r for r in result.records if r.outcome != AttemptOutcome.SKIPPED]
@@ -145,32 +170,34 @@ def _per_process(results: Sequence[JobResult]) -> list[Counts]:
 
 
 def _count(
-    stress: Runner, evidence: TimingEvidence, arm: str, results: Sequence[JobResult]
+    found: PhaseEvidence, evidence: TimingEvidence, arm: str, results: Sequence[JobResult]
 ) -> None:
-    stress.tally(evidence.arms[arm], results)
+    found.tally(evidence.arms[arm], results)
     evidence.round.setdefault(arm, []).extend(_per_process(results))
 
 
 def _jobs(
-    stress: Runner, knob: str, count: int, per_process: int, env: dict[str, str]
+    ctx: PhaseContext, knob: str, count: int, per_process: int, env: dict[str, str]
 ) -> list[Job]:
-    test_id = [stress.options.test_id]
+    test_id = [ctx.test_id]
     return [Job("timing", knob, test_id, per_process, NO_RANDOMLY, dict(env)) for _ in range(count)]
 
 
-def _unloaded_step(stress: Runner, evidence: TimingEvidence, shares: dict[str, int]) -> None:
+def _unloaded_step(
+    ctx: PhaseContext, found: PhaseEvidence, evidence: TimingEvidence, shares: dict[str, int]
+) -> None:
     """Baseline and switch-interval processes, leaving half the cores idle.
 
     Running more at once would load the machine and raise the baseline's
     rate for exactly the timing-sensitive tests the load knobs are meant to
     expose, so the unloaded arms only use up to half of the cores.
     """
-    unit = max(1, stress.options.cores // 4) * evidence.processes
+    unit = max(1, ctx.options.cores // 4) * evidence.processes
     base_count, switch_count = shares["baseline"] * unit, shares["switch-interval"] * unit
     per_process = evidence.per_process
-    jobs = _jobs(stress, "baseline", base_count, per_process, {})
+    jobs = _jobs(ctx, "baseline", base_count, per_process, {})
     jobs += _jobs(
-        stress,
+        ctx,
         "switch-interval",
         switch_count,
         per_process,
@@ -178,38 +205,42 @@ def _unloaded_step(stress: Runner, evidence: TimingEvidence, shares: dict[str, i
     )
     if not jobs:
         return
-    results = stress.run_jobs(jobs, max(1, stress.options.cores // 2))
-    _count(stress, evidence, "baseline", results[:base_count])
-    _count(stress, evidence, "switch-interval", results[base_count:])
+    results = ctx.run(jobs, max(1, ctx.options.cores // 2))
+    _count(found, evidence, "baseline", results[:base_count])
+    _count(found, evidence, "switch-interval", results[base_count:])
     evidence.base_durations.extend(_durations(results[:base_count]))
 
 
-def _burn_step(stress: Runner, evidence: TimingEvidence, share: int) -> None:
+def _burn_step(
+    ctx: PhaseContext, found: PhaseEvidence, evidence: TimingEvidence, share: int
+) -> None:
     """Test processes one at a time while the load arm's burners hold the cores."""
     count = share * evidence.processes
     if not count:
         return
     load = evidence.loads["cpu-load"]
-    jobs = _jobs(stress, "cpu-load", count, evidence.per_process, {})
-    results = stress.run_jobs(jobs, 1, burn=load.burners)
-    _count(stress, evidence, "cpu-load", results)
+    jobs = _jobs(ctx, "cpu-load", count, evidence.per_process, {})
+    results = ctx.run(jobs, 1, burn=load.burners)
+    _count(found, evidence, "cpu-load", results)
     load.record(_durations(results))
 
 
-def _throttle_step(stress: Runner, evidence: TimingEvidence, share: int) -> None:
+def _throttle_step(
+    ctx: PhaseContext, found: PhaseEvidence, evidence: TimingEvidence, share: int
+) -> None:
     """Test processes whose process group is stopped for most of every short period."""
     count = share * evidence.processes
     if not count:
         return
     load = evidence.loads["throttle"]
-    jobs = _jobs(stress, "throttle", count, evidence.per_process, {})
-    with throttled(load.run_share, period_for(stress.test_seconds)) as throttle:
-        results = stress.run_jobs(jobs, max(1, stress.options.cores // 2), throttle=throttle)
-    _count(stress, evidence, "throttle", results)
+    jobs = _jobs(ctx, "throttle", count, evidence.per_process, {})
+    with throttled(load.run_share, period_for(ctx.probe.test_seconds)) as throttle:
+        results = ctx.run(jobs, max(1, ctx.options.cores // 2), throttle=throttle)
+    _count(found, evidence, "throttle", results)
     load.record(_durations(results))
 
 
-def _budget_stop(stress: Runner, looks: int, longest: float) -> str:
+def _budget_stop(ctx: PhaseContext, looks: int, longest: float) -> str:
     """Why no further round starts, or ``""``: a round must fit in what is left of the budget.
 
     Checking only that the budget is not spent yet let the last round run past it
@@ -217,8 +248,8 @@ def _budget_stop(stress: Runner, looks: int, longest: float) -> str:
     processes only), so the next round is expected to last as long as the
     longest one so far.
     """
-    budget = stress.options.budget_seconds
-    elapsed = stress.elapsed()
+    budget = ctx.options.budget_seconds
+    elapsed = ctx.budget.elapsed()
     if elapsed > budget:
         return f"timing: the {budget:g} s budget ended the phase after {looks} rounds"
     if looks and elapsed + longest > budget:

@@ -9,14 +9,14 @@ which knob is still open, on what counts, and about what budget would settle it.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
 
 from flakewarden.model.verdicts import FLAKY, INCONCLUSIVE, NON_IDEMPOTENT, NOT_REPRODUCIBLE, RACE
-from flakewarden.stress.causes import also_non_idempotent
 from flakewarden.stress.load import LOAD_KNOBS, LoadArm
-from flakewarden.stress.runs import Runner
+from flakewarden.stress.phase import Finding, also_non_idempotent
 from flakewarden.stress.sequential import OPEN, Counts, Sequential, knob_summary
-from flakewarden.stress.verdict import KNOB_DESCRIPTIONS, Arm, Verdict
+from flakewarden.stress.verdict import KNOB_DESCRIPTIONS, Arm
 
 FOUND_CAUSE_RUNS = 60  # first runs per arm when non-idempotence already explains the failures
 KNOBS = ("switch-interval", *LOAD_KNOBS)
@@ -103,7 +103,7 @@ def _bounds_text(sequential: Sequential) -> str:
     )
 
 
-def _budget_to_settle(stress: Runner, evidence: TimingEvidence) -> Optional[float]:
+def _budget_to_settle(evidence: TimingEvidence, budget_seconds: float) -> Optional[float]:
     """About how long a budget would settle the open knobs, at this phase's pace so far."""
     sequential = evidence.sequential
     open_knobs = [k for k in sequential.knobs if sequential.state(k) == OPEN]
@@ -114,11 +114,11 @@ def _budget_to_settle(stress: Runner, evidence: TimingEvidence) -> Optional[floa
     if any(n is None for n in needed):
         return None
     more = max(n or 0 for n in needed) * (len(open_knobs) + 1)
-    total = stress.options.budget_seconds + more * evidence.seconds / runs
+    total = budget_seconds + more * evidence.seconds / runs
     return float(math.ceil(total / 60) * 60)
 
 
-def _open_text(stress: Runner, evidence: TimingEvidence) -> str:
+def _open_text(evidence: TimingEvidence, budget_seconds: float) -> str:
     sequential = evidence.sequential
     base = sequential.base
     parts = []
@@ -136,7 +136,7 @@ def _open_text(stress: Runner, evidence: TimingEvidence) -> str:
             f"{knob} failed {total.failures}/{total.runs} against {base.failures}/{base.runs} "
             f"at baseline and {lean}"
         )
-    budget = _budget_to_settle(stress, evidence)
+    budget = _budget_to_settle(evidence, budget_seconds)
     why = {"budget": "the budget ended first", "cap": "the --runs cap ended it first"}.get(
         evidence.ended_by, "sampling ended first"
     )
@@ -151,51 +151,84 @@ def _open_text(stress: Runner, evidence: TimingEvidence) -> str:
     )
 
 
-def conclude(stress: Runner, evidence: TimingEvidence) -> Verdict:
+def settle_knobs(evidence: TimingEvidence) -> None:
+    """Each knob arm's always-valid p-value and its Bonferroni adjustment over the knobs."""
     sequential = evidence.sequential
-    arms = evidence.arms
     for knob in sequential.knobs:
-        arm = arms[knob]
+        arm = evidence.arms[knob]
         arm.p_value = sequential.p_value(knob)
         arm.p_adjusted = min(1.0, len(sequential.knobs) * arm.p_value)
-    fields = {
+
+
+def load_notes(evidence: TimingEvidence) -> list[str]:
+    """What each load knob reached, for the verdict's notes."""
+    return [f"load: {load.statement(evidence.base_durations)}" for load in evidence.loads.values()]
+
+
+def conclude(
+    evidence: TimingEvidence,
+    arms: Sequence[Arm],
+    non_idempotent: Mapping[str, object],
+    budget_seconds: float,
+) -> Finding:
+    """The timing phase's verdict from its evidence and every arm of the run (``arms``).
+
+    A race wins; then a non-idempotent test whose first runs never failed; then
+    failures at a flat rate (flaky, when every knob is bounded, else
+    inconclusive); then no failure at all (not-reproducible).
+    """
+    if evidence.sequential.races():
+        return _race(evidence, non_idempotent)
+    fields = _fields(evidence)
+    if evidence.fresh_only and not evidence.first_failures():
+        return _non_idempotent(evidence, arms, non_idempotent, fields)
+    # A non-idempotent test's in-process repeats fail by its known cause: only first
+    # runs in a process speak for any other failure.
+    failures = sum(a.first_failures if evidence.fresh_only else a.failures for a in arms)
+    if failures:
+        return _failed(evidence, arms, failures, budget_seconds, fields)
+    return _clean(evidence, arms, budget_seconds, fields)
+
+
+def _fields(evidence: TimingEvidence) -> dict[str, Any]:
+    return {
         "statistics": _statistics(evidence),
         "power": _power(evidence),
         "load": {k: load.summary(evidence.base_durations) for k, load in evidence.loads.items()},
     }
-    test_id = [stress.options.test_id]
-    cpu, throttle = evidence.loads["cpu-load"], evidence.loads["throttle"]
-    arms["cpu-load"].command = stress.reproduce(test_id, burners=cpu.burners)
-    arms["throttle"].command = stress.reproduce(test_id, run_share=throttle.run_share)
-    load_notes = [load.statement(evidence.base_durations) for load in evidence.loads.values()]
-    stress.notes.extend(f"load: {line}" for line in load_notes)
+
+
+def _race(evidence: TimingEvidence, non_idempotent: Mapping[str, object]) -> Finding:
+    sequential = evidence.sequential
     races = sequential.races()
-    base = arms["baseline"]
-    if races:
-        knob = races[0]
-        arm = arms[knob]
-        others = races[1:]
-        return stress.verdict(
-            RACE,
-            f"the failure rate climbs under {knob} ({KNOB_DESCRIPTIONS[knob]}): "
-            f"{arm.failures}/{arm.runs} against {base.failures}/{base.runs} at baseline"
-            + (f"; also a race under: {', '.join(others)}" if others else "")
-            + also_non_idempotent(stress),
-            f"race: the knob's mixture likelihood ratio reached {sequential.e_value(knob):.3g} "
-            f">= {sequential.threshold:g} ({len(sequential.knobs)} knobs / alpha "
-            f"{sequential.alpha:g}) at look {evidence.looks}, valid at any number of looks",
-            knob=knob,
-            **fields,
-        )
-    runs = sum(a.runs for a in stress.arms)
-    # A non-idempotent test's in-process repeats fail by its known cause: only first
-    # runs in a process speak for any other failure.
-    failures = sum(a.first_failures if evidence.fresh_only else a.failures for a in stress.arms)
-    bounded = bool(_power(evidence)["met"])
-    if evidence.fresh_only and not evidence.first_failures():
-        return _non_idempotent(stress, evidence, fields)
-    if failures and bounded:
-        return stress.verdict(
+    knob, others = races[0], races[1:]
+    arm, base = evidence.arms[knob], evidence.arms["baseline"]
+    return Finding(
+        RACE,
+        f"the failure rate climbs under {knob} ({KNOB_DESCRIPTIONS[knob]}): "
+        f"{arm.failures}/{arm.runs} against {base.failures}/{base.runs} at baseline"
+        + (f"; also a race under: {', '.join(others)}" if others else "")
+        + also_non_idempotent(non_idempotent),
+        f"race: the knob's mixture likelihood ratio reached {sequential.e_value(knob):.3g} "
+        f">= {sequential.threshold:g} ({len(sequential.knobs)} knobs / alpha "
+        f"{sequential.alpha:g}) at look {evidence.looks}, valid at any number of looks",
+        knob=knob,
+        **_fields(evidence),
+    )
+
+
+def _failed(
+    evidence: TimingEvidence,
+    arms: Sequence[Arm],
+    failures: int,
+    budget_seconds: float,
+    fields: dict[str, Any],
+) -> Finding:
+    """Failures and no race: flaky when every knob is bounded, else inconclusive."""
+    sequential = evidence.sequential
+    runs = sum(a.runs for a in arms)
+    if fields["power"]["met"]:
+        return Finding(
             FLAKY,
             f"failed {failures} of {runs} runs at a flat rate: no knob raised it beyond the "
             f"margin ({sequential.margin.describe()}): {_bounds_text(sequential)}",
@@ -203,23 +236,30 @@ def conclude(stress: Runner, evidence: TimingEvidence) -> Verdict:
             f"reached the race threshold {sequential.threshold:g}",
             **fields,
         )
-    if failures:
-        return stress.verdict(
-            INCONCLUSIVE,
-            f"failed {failures} of {runs} runs, but no rule was crossed: "
-            + _open_text(stress, evidence)
-            + ". Quarantine is refused until a knob effect is found or ruled out.",
-            f"inconclusive: a knob still open after {evidence.looks} looks "
-            f"(race threshold {sequential.threshold:g}, margin {sequential.margin.describe()})",
-            **fields,
-        )
+    return Finding(
+        INCONCLUSIVE,
+        f"failed {failures} of {runs} runs, but no rule was crossed: "
+        + _open_text(evidence, budget_seconds)
+        + ". Quarantine is refused until a knob effect is found or ruled out.",
+        f"inconclusive: a knob still open after {evidence.looks} looks "
+        f"(race threshold {sequential.threshold:g}, margin {sequential.margin.describe()})",
+        **fields,
+    )
+
+
+def _clean(
+    evidence: TimingEvidence, arms: Sequence[Arm], budget_seconds: float, fields: dict[str, Any]
+) -> Finding:
+    """No failure at all: not-reproducible, which allows quarantine only when bounded."""
+    sequential = evidence.sequential
+    runs = sum(a.runs for a in arms)
     phases = [
         "isolation",
         "timing",
-        *(p for p in ("order", "seed") if any(a.phase == p for a in stress.arms)),
+        *(p for p in ("order", "seed") if any(a.phase == p for a in arms)),
     ]
     tried = ", ".join(sequential.knobs)
-    if bounded:
+    if fields["power"]["met"]:
         reason = (
             f"no failure in {runs} runs (phases: {', '.join(phases)}; knobs: {tried}): "
             f"{_bounds_text(sequential)}. Every knob is bounded within the margin "
@@ -229,22 +269,27 @@ def conclude(stress: Runner, evidence: TimingEvidence) -> Verdict:
     else:
         reason = (
             f"no failure in {runs} runs (phases: {', '.join(phases)}; knobs: {tried}), but the "
-            f"runs do not rule out a knob effect above the margin: {_open_text(stress, evidence)}. "
+            f"runs do not rule out a knob effect above the margin: "
+            f"{_open_text(evidence, budget_seconds)}. "
             "Quarantine is refused: no failure in too few runs is absence of evidence."
         )
         rule = "not-reproducible: zero failures, but a knob not bounded within the margin"
-    return stress.verdict(NOT_REPRODUCIBLE, reason, rule, **fields)
+    return Finding(NOT_REPRODUCIBLE, reason, rule, **fields)
 
 
-def _non_idempotent(stress: Runner, evidence: TimingEvidence, fields: dict[str, object]) -> Verdict:
-    found = stress.non_idempotent
-    first_runs = sum(a.first_runs for a in stress.arms)
-    return stress.verdict(
+def _non_idempotent(
+    evidence: TimingEvidence,
+    arms: Sequence[Arm],
+    found: Mapping[str, object],
+    fields: dict[str, Any],
+) -> Finding:
+    first_runs = sum(a.first_runs for a in arms)
+    return Finding(
         NON_IDEMPOTENT,
         f"it leaks state into itself: it passed all {first_runs} of its first runs in a "
         f"process (isolation, timing knobs in fresh processes"
-        + (", order" if any(a.phase == "order" for a in stress.arms) else "")
-        + (", seeds" if any(a.phase == "seed" for a in stress.arms) else "")
+        + (", order" if any(a.phase == "order" for a in arms) else "")
+        + (", seeds" if any(a.phase == "seed" for a in arms) else "")
         + f") but failed {found['repeat_failures']}/{found['repeat_runs']} in-process "
         "repeats; no order, seed or timing cause was found; " + _bounds_text(evidence.sequential),
         f"non-idempotent: {found['rule']}, and no first run in a process failed",

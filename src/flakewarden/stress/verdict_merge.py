@@ -8,6 +8,8 @@ baseline is compared with the others'.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple, Optional
 
 from flakewarden.errors import ReportError
 from flakewarden.model.verdicts import (
@@ -56,6 +58,211 @@ def _merged_power(usable: list[tuple[Verdict, str]]) -> dict[str, object]:
     return merged
 
 
+class Outcome(NamedTuple):
+    """What a merge concluded: the verdict's name, why, the rule, and a knob for a race."""
+
+    verdict: str
+    reason: str
+    rule: str
+    knob: Optional[str] = None
+
+
+Shards = Sequence[tuple[Verdict, str]]  # each shard with its label
+
+
+def shard_labels(shards: Sequence[Verdict], names: Sequence[str]) -> list[str]:
+    """Each shard's runner name (else its directory), numbered when two are the same."""
+    labels = [_shard_label(s, n) for s, n in zip(shards, names)]
+    if len(set(labels)) != len(labels):
+        labels = [f"{label}#{i + 1}" for i, label in enumerate(labels)]
+    return labels
+
+
+def labelled_arms(shards: Shards) -> list[Arm]:
+    """Every shard's arms, each marked with the shard it ran on."""
+    return [dataclasses.replace(arm, shard=label) for shard, label in shards for arm in shard.arms]
+
+
+def _record(shards: Shards, arms: list[Arm]) -> Verdict:
+    """What every merged verdict carries, whatever it decides: the shards' record."""
+    first = shards[0][0]
+    return Verdict(
+        test_id=first.test_id,
+        verdict=ERROR,
+        reason="",
+        rule="",
+        arms=arms,
+        first_failure=next((s.first_failure for s, _ in shards if s.first_failure), None),
+        environment={"shards": {label: s.environment for s, label in shards}},
+        command=first.command,
+        started_at=min(s.started_at for s, _ in shards),
+        finished_at=max(s.finished_at for s, _ in shards),
+        duration=sum(s.duration for s, _ in shards),
+        version=first.version,
+        notes=[f"{label}: {shard.verdict}: {shard.reason}" for shard, label in shards],
+        shards=[label for _, label in shards],
+        non_idempotent=next((s.non_idempotent for s, _ in shards if s.non_idempotent), {}),
+    )
+
+
+def deciding_shard(usable: Shards) -> Optional[tuple[Verdict, str]]:
+    """The shard whose found cause decides, by ``PRECEDENCE``; None when no shard found one."""
+    for name in PRECEDENCE:
+        for shard, label in usable:
+            if shard.verdict == name:
+                return shard, label
+    return None
+
+
+def _decided_by(base: Verdict, shard: Verdict, label: str) -> Verdict:
+    return dataclasses.replace(
+        base,
+        verdict=shard.verdict,
+        reason=f"on {label}: {shard.reason}",
+        rule=f"merge: a {shard.verdict} shard decides; {shard.rule}",
+        knob=None if shard.knob is None else f"{shard.knob}@{label}",
+        polluter=shard.polluter,
+        seed=shard.seed,
+        order=shard.order,
+        seeds=shard.seeds,
+        statistics=shard.statistics,
+    )
+
+
+def pool_timing_arms(arms: Sequence[Arm], labels: Iterable[str]) -> dict[str, Arm]:
+    """The timing arms of the shards labelled ``labels``, summed per knob."""
+    wanted = set(labels)
+    pooled: dict[str, Arm] = {}
+    for arm in arms:
+        if arm.phase == "timing" and arm.shard in wanted:
+            total = pooled.setdefault(arm.knob, Arm("timing", arm.knob, shard="pooled"))
+            total.runs += arm.runs
+            total.failures += arm.failures
+            total.first_runs += arm.first_runs
+            total.first_failures += arm.first_failures
+            total.processes += arm.processes
+    return pooled
+
+
+def comparisons(
+    pooled: dict[str, Arm], arms: Sequence[Arm], labels: Sequence[str]
+) -> dict[str, float]:
+    """One-sided Fisher p per pooled knob against the pooled baseline, and per runner.
+
+    A runner's baseline is compared with the other runners' baselines together
+    (``runner:<label>``): a rate that climbs on one smaller runner is a race.
+    """
+    baseline = pooled.get("baseline", Arm("timing", "baseline", shard="pooled"))
+    raw: dict[str, float] = {}
+    for knob, arm in pooled.items():
+        if knob != "baseline":
+            raw[knob] = stats.fisher_greater(
+                baseline.failures, baseline.runs, arm.failures, arm.runs
+            )
+    shard_baselines = [
+        a for a in arms if a.phase == "timing" and a.knob == "baseline" and a.shard in labels
+    ]
+    if len(shard_baselines) > 1:
+        for arm in shard_baselines:
+            raw[f"runner:{arm.shard}"] = stats.fisher_greater(
+                baseline.failures - arm.failures, baseline.runs - arm.runs, arm.failures, arm.runs
+            )
+    return raw
+
+
+def pooled_outcome(
+    adjusted: dict[str, float],
+    usable: Shards,
+    runs: int,
+    failures: int,
+    bounded: bool,
+) -> Outcome:
+    """A knob or runner significant after Holm is a race; else an inconclusive shard keeps
+    the question open; else failures are flaky and none is not-reproducible."""
+    hits = sorted((k for k, p in adjusted.items() if p < stats.ALPHA), key=lambda k: adjusted[k])
+    if hits:
+        knob = hits[0]
+        return Outcome(
+            RACE,
+            f"pooled over {len(usable)} runners, the failure rate climbs under {knob}"
+            + (
+                " (this runner fails more often than the others)"
+                if knob.startswith("runner:")
+                else ""
+            ),
+            f"merge race: Holm-adjusted one-sided Fisher p = {adjusted[knob]:.3g} < {stats.ALPHA}",
+            knob,
+        )
+    inconclusive = [(s, label) for s, label in usable if s.verdict == INCONCLUSIVE]
+    if inconclusive:
+        shard, label = inconclusive[0]
+        return Outcome(
+            INCONCLUSIVE,
+            f"on {label}: {shard.reason}",
+            f"merge: an inconclusive shard leaves the question open; {shard.rule}",
+        )
+    if failures:
+        return Outcome(
+            FLAKY,
+            f"failed {failures} of {runs} runs over {len(usable)} runners at a flat rate; "
+            "no knob and no runner raised it significantly",
+            f"merge flaky: no Holm-adjusted p below {stats.ALPHA}",
+        )
+    return Outcome(
+        NOT_REPRODUCIBLE,
+        f"no failure in {runs} runs over {len(usable)} runners; the failure rate is below "
+        f"{100 * stats.upper_bound(0, runs):.2f}% (95% one-sided Clopper-Pearson), and "
+        + (
+            "every runner bounded every knob within the margin"
+            if bounded
+            else "not every runner bounded every knob within the margin: quarantine is "
+            "refused, absence of a failure in too few runs is not evidence"
+        ),
+        "merge not-reproducible: zero failures on every shard",
+    )
+
+
+def _pooled(base: Verdict, usable: Shards, labels: Sequence[str]) -> Verdict:
+    """No shard found a cause: pool the timing arms and test knobs and runners in one family."""
+    arms = base.arms
+    pooled = pool_timing_arms(arms, [label for _, label in usable])
+    raw = comparisons(pooled, arms, labels)
+    adjusted = stats.holm(raw) if raw else {}
+    for knob, arm in pooled.items():
+        arm.p_value, arm.p_adjusted = raw.get(knob), adjusted.get(knob)
+    # A flat rate or a clean record on the pooled counts allows quarantine only when
+    # every runner bounded every knob: one runner's missing power is missing evidence.
+    power = _merged_power(list(usable))
+    outcome = pooled_outcome(
+        adjusted,
+        usable,
+        sum(a.runs for a in arms),
+        sum(a.failures for a in arms),
+        power.get("met") is True,
+    )
+    return dataclasses.replace(
+        base,
+        verdict=outcome.verdict,
+        reason=outcome.reason,
+        rule=outcome.rule,
+        knob=outcome.knob,
+        arms=arms + list(pooled.values()),
+        statistics={
+            "test": "one-sided Fisher exact test on counts pooled over shards",
+            "multiplicity": f"Holm across {len(raw)} comparisons (knobs and runners)",
+            "alpha": stats.ALPHA,
+            "p_values": raw,
+            "p_adjusted": adjusted,
+        },
+        power=power,
+        load={
+            f"{knob}@{label}": summary
+            for shard, label in usable
+            for knob, summary in shard.load.items()
+        },
+    )
+
+
 def merge_verdicts(shards: list[Verdict], names: list[str]) -> Verdict:
     """One verdict from several runners' shards of the same test.
 
@@ -72,128 +279,17 @@ def merge_verdicts(shards: list[Verdict], names: list[str]) -> Verdict:
     test_ids = {s.test_id for s in shards}
     if len(test_ids) != 1:
         raise ReportError(f"the shards are verdicts for different tests: {sorted(test_ids)}")
-    labels = [_shard_label(s, n) for s, n in zip(shards, names)]
-    if len(set(labels)) != len(labels):
-        labels = [f"{label}#{i + 1}" for i, label in enumerate(labels)]
-    arms: list[Arm] = []
-    for shard, label in zip(shards, labels):
-        for arm in shard.arms:
-            arms.append(dataclasses.replace(arm, shard=label))
-    notes = [f"{label}: {shard.verdict}: {shard.reason}" for shard, label in zip(shards, labels)]
-    usable = [(s, label) for s, label in zip(shards, labels) if s.verdict != ERROR]
-    base = Verdict(
-        test_id=shards[0].test_id,
-        verdict=ERROR,
-        reason="",
-        rule="",
-        arms=arms,
-        first_failure=next((s.first_failure for s in shards if s.first_failure), None),
-        environment={"shards": {label: s.environment for s, label in zip(shards, labels)}},
-        command=shards[0].command,
-        started_at=min(s.started_at for s in shards),
-        finished_at=max(s.finished_at for s in shards),
-        duration=sum(s.duration for s in shards),
-        version=shards[0].version,
-        notes=notes,
-        shards=labels,
-        non_idempotent=next((s.non_idempotent for s in shards if s.non_idempotent), {}),
-    )
+    labels = shard_labels(shards, names)
+    labelled = list(zip(shards, labels))
+    base = _record(labelled, labelled_arms(labelled))
+    usable = [(s, label) for s, label in labelled if s.verdict != ERROR]
     if not usable:
-        base.reason = "every shard failed to run the test"
-        base.rule = "error: no shard could run the test"
-        return base
-    for name in PRECEDENCE:
-        for shard, label in usable:
-            if shard.verdict == name:
-                base.verdict = name
-                base.reason = f"on {label}: {shard.reason}"
-                base.rule = f"merge: a {name} shard decides; {shard.rule}"
-                base.knob = None if shard.knob is None else f"{shard.knob}@{label}"
-                base.polluter, base.seed = shard.polluter, shard.seed
-                base.order, base.seeds = shard.order, shard.seeds
-                base.statistics = shard.statistics
-                return base
-    pooled: dict[str, Arm] = {}
-    for arm in arms:
-        if arm.phase == "timing" and any(arm.shard == label for _, label in usable):
-            total = pooled.setdefault(arm.knob, Arm("timing", arm.knob, shard="pooled"))
-            total.runs += arm.runs
-            total.failures += arm.failures
-            total.first_runs += arm.first_runs
-            total.first_failures += arm.first_failures
-            total.processes += arm.processes
-    baseline = pooled.get("baseline", Arm("timing", "baseline", shard="pooled"))
-    raw: dict[str, float] = {}
-    for knob, arm in pooled.items():
-        if knob != "baseline":
-            raw[knob] = stats.fisher_greater(
-                baseline.failures, baseline.runs, arm.failures, arm.runs
-            )
-    shard_baselines = [
-        a for a in arms if a.phase == "timing" and a.knob == "baseline" and a.shard in labels
-    ]
-    if len(shard_baselines) > 1:
-        for arm in shard_baselines:
-            rest_runs = baseline.runs - arm.runs
-            rest_failures = baseline.failures - arm.failures
-            raw[f"runner:{arm.shard}"] = stats.fisher_greater(
-                rest_failures, rest_runs, arm.failures, arm.runs
-            )
-    adjusted = stats.holm(raw) if raw else {}
-    for knob, arm in pooled.items():
-        arm.p_value, arm.p_adjusted = raw.get(knob), adjusted.get(knob)
-    base.arms = arms + list(pooled.values())
-    base.statistics = {
-        "test": "one-sided Fisher exact test on counts pooled over shards",
-        "multiplicity": f"Holm across {len(raw)} comparisons (knobs and runners)",
-        "alpha": stats.ALPHA,
-        "p_values": raw,
-        "p_adjusted": adjusted,
-    }
-    hits = sorted((k for k, p in adjusted.items() if p < stats.ALPHA), key=lambda k: adjusted[k])
-    runs = sum(a.runs for a in arms)
-    failures = sum(a.failures for a in arms)
-    # A flat rate or a clean record on the pooled counts allows quarantine only when
-    # every runner bounded every knob: one runner's missing power is missing evidence.
-    base.power = _merged_power(usable)
-    base.load = {
-        f"{knob}@{label}": summary
-        for shard, label in usable
-        for knob, summary in shard.load.items()
-    }
-    inconclusive = [(s, label) for s, label in usable if s.verdict == INCONCLUSIVE]
-    if hits:
-        knob = hits[0]
-        base.verdict, base.knob = RACE, knob
-        base.reason = f"pooled over {len(usable)} runners, the failure rate climbs under {knob}" + (
-            " (this runner fails more often than the others)" if knob.startswith("runner:") else ""
+        return dataclasses.replace(
+            base,
+            reason="every shard failed to run the test",
+            rule="error: no shard could run the test",
         )
-        base.rule = (
-            f"merge race: Holm-adjusted one-sided Fisher p = {adjusted[knob]:.3g} < {stats.ALPHA}"
-        )
-    elif inconclusive:
-        shard, label = inconclusive[0]
-        base.verdict = INCONCLUSIVE
-        base.reason = f"on {label}: {shard.reason}"
-        base.rule = f"merge: an inconclusive shard leaves the question open; {shard.rule}"
-    elif failures:
-        base.verdict = FLAKY
-        base.reason = (
-            f"failed {failures} of {runs} runs over {len(usable)} runners at a flat rate; "
-            "no knob and no runner raised it significantly"
-        )
-        base.rule = f"merge flaky: no Holm-adjusted p below {stats.ALPHA}"
-    else:
-        base.verdict = NOT_REPRODUCIBLE
-        base.reason = (
-            f"no failure in {runs} runs over {len(usable)} runners; the failure rate is below "
-            f"{100 * stats.upper_bound(0, runs):.2f}% (95% one-sided Clopper-Pearson), and "
-            + (
-                "every runner bounded every knob within the margin"
-                if base.bounded
-                else "not every runner bounded every knob within the margin: quarantine is "
-                "refused, absence of a failure in too few runs is not evidence"
-            )
-        )
-        base.rule = "merge not-reproducible: zero failures on every shard"
-    return base
+    decided = deciding_shard(usable)
+    if decided is not None:
+        return _decided_by(base, *decided)
+    return _pooled(base, usable, labels)

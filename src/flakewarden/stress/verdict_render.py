@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from flakewarden.errors import ReportError
-from flakewarden.stress.verdict import KNOB_DESCRIPTIONS, Arm, Verdict
+from flakewarden.stress.verdict import KNOB_DESCRIPTIONS, Arm, Failure, Verdict
 
 
 def write_verdict(verdict: Verdict, directory: Path) -> None:
@@ -118,14 +118,16 @@ def _load_lines(verdict: Verdict) -> list[str]:
     return out
 
 
-def render_markdown(verdict: Verdict) -> str:
-    out: list[str] = []
-    out.append(f"# Stress verdict: `{verdict.verdict}`\n")
-    out.append(f"Test: `{verdict.test_id}`\n")
+def _head_lines(verdict: Verdict) -> list[str]:
+    """The verdict, whether it allows quarantine, why, and what it names."""
     allowed = "yes" if verdict.quarantine_allowed else "**no**"
-    out.append(f"Quarantine allowed: {allowed}\n")
-    out.append(f"**Why:** {verdict.reason}\n")
-    out.append(f"**Rule that decided:** {verdict.rule}\n")
+    out = [
+        f"# Stress verdict: `{verdict.verdict}`\n",
+        f"Test: `{verdict.test_id}`\n",
+        f"Quarantine allowed: {allowed}\n",
+        f"**Why:** {verdict.reason}\n",
+        f"**Rule that decided:** {verdict.rule}\n",
+    ]
     if verdict.knob:
         out.append(f"**Knob:** `{verdict.knob}` — {KNOB_DESCRIPTIONS.get(verdict.knob, '')}\n")
     if verdict.polluter:
@@ -140,16 +142,21 @@ def render_markdown(verdict: Verdict) -> str:
         out.append("## Known race pattern to record\n")
         out.append("Add this entry to the known-race-patterns list:\n")
         out.append(f"```yaml\n{entry}```\n")
-    out.append("## Failure rate by arm\n")
-    out.append(f"```text\n{text_chart(verdict.arms)}\n```\n")
-    out.append("## Evidence\n")
-    out.append(
+    return out
+
+
+def _evidence_lines(arms: list[Arm]) -> list[str]:
+    """The chart and one table row per arm: the counts every decision was made on."""
+    out = [
+        "## Failure rate by arm\n",
+        f"```text\n{text_chart(arms)}\n```\n",
+        "## Evidence\n",
         "| phase | knob | runs | failures | rate | 95% interval | upper bound (95%, one-sided) "
         "| p | p (adjusted) | processes × repeat "
-        "| first runs in a process (failed/runs) | in-process repeats (failed/runs) |"
-    )
-    out.append("|---|---|---:|---:|---:|---|---:|---:|---:|---|---:|---:|")
-    for arm in verdict.arms:
+        "| first runs in a process (failed/runs) | in-process repeats (failed/runs) |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---|---:|---:|",
+    ]
+    for arm in arms:
         low, high = arm.interval
         knob = f"{arm.knob}@{arm.shard}" if arm.shard else arm.knob
         out.append(
@@ -159,12 +166,15 @@ def render_markdown(verdict: Verdict) -> str:
             f"| {arm.first_failures}/{arm.first_runs} | {arm.repeat_failures}/{arm.repeat_runs} |"
         )
     out.append("")
-    out.extend(_power_lines(verdict))
-    out.extend(_load_lines(verdict))
+    return out
+
+
+def _detail_lines(verdict: Verdict) -> list[str]:
+    """The statistics, the non-idempotence, order and seed details, and the notes."""
+    out: list[str] = []
     if verdict.statistics:
         out.append("## Statistics\n")
-        for key, value in verdict.statistics.items():
-            out.append(f"- {key}: {value}")
+        out.extend(f"- {key}: {value}" for key, value in verdict.statistics.items())
         out.append("")
     if verdict.non_idempotent:
         out.append("## Non-idempotent: it leaks state into itself\n")
@@ -183,31 +193,42 @@ def render_markdown(verdict: Verdict) -> str:
         out.append("## Notes\n")
         out.extend(f"- {note}" for note in verdict.notes)
         out.append("")
-    failure = verdict.first_failure
-    out.append("## First failing run\n")
+    return out
+
+
+def _failure_lines(failure: Optional[Failure]) -> list[str]:
+    out = ["## First failing run\n"]
     if failure is None:
         out.append("No run failed.\n")
-    else:
-        out.append(
-            f"Phase `{failure.phase}`, knob `{failure.knob}`, process {failure.process}, "
-            f"iteration {failure.iteration}: {failure.message}\n"
-        )
-        if failure.log:
-            out.append(f"Output of that process: `{failure.log}`\n")
-        out.append(f"```text\n{failure.traceback}\n```\n")
-    out.append("## Reproduce by hand\n")
+        return out
     out.append(
-        "Each command runs the test once; the arm repeated it (processes × repeat above). "
-        "Loop the command, or add `--count=N` when pytest-repeat is installed.\n"
+        f"Phase `{failure.phase}`, knob `{failure.knob}`, process {failure.process}, "
+        f"iteration {failure.iteration}: {failure.message}\n"
     )
+    if failure.log:
+        out.append(f"Output of that process: `{failure.log}`\n")
+    out.append(f"```text\n{failure.traceback}\n```\n")
+    return out
+
+
+def _reproduce_lines(arms: list[Arm]) -> list[str]:
+    """One command per distinct arm command, to rerun the evidence without flakewarden."""
+    out = [
+        "## Reproduce by hand\n",
+        "Each command runs the test once; the arm repeated it (processes × repeat above). "
+        "Loop the command, or add `--count=N` when pytest-repeat is installed.\n",
+    ]
     seen: set[str] = set()
-    for arm in verdict.arms:
+    for arm in arms:
         if arm.command and arm.command not in seen:
             seen.add(arm.command)
             out.append(f"- {arm.phase} / {arm.knob}:\n\n  ```sh\n  {arm.command}\n  ```\n")
-    out.append("## Environment\n")
-    for key, value in verdict.environment.items():
-        out.append(f"- {key}: {value}")
+    return out
+
+
+def _environment_lines(verdict: Verdict) -> list[str]:
+    out = ["## Environment\n"]
+    out.extend(f"- {key}: {value}" for key, value in verdict.environment.items())
     out.append(f"- started: {verdict.started_at}")
     out.append(f"- finished: {verdict.finished_at}")
     out.append(f"- duration: {verdict.duration:.1f} s")
@@ -221,4 +242,20 @@ def render_markdown(verdict: Verdict) -> str:
     if verdict.shards:
         out.append(f"- merged shards: {', '.join(verdict.shards)}")
     out.append("")
-    return "\n".join(out)
+    return out
+
+
+def render_markdown(verdict: Verdict) -> str:
+    """``verdict.md``: the decision first, then the evidence a reviewer checks it against."""
+    return "\n".join(
+        [
+            *_head_lines(verdict),
+            *_evidence_lines(verdict.arms),
+            *_power_lines(verdict),
+            *_load_lines(verdict),
+            *_detail_lines(verdict),
+            *_failure_lines(verdict.first_failure),
+            *_reproduce_lines(verdict.arms),
+            *_environment_lines(verdict),
+        ]
+    )

@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PYTEST, PYTHON
-from github_emulator import GitHubEmulator
-from github_fixtures import emulator_env, flaky, write_report
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import emulator_env, flaky, write_report
+from helpers.project import PYTEST, PYTHON
+from helpers.workflow_commands import command_stream, dotnet_trim
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from test_injection import only_ours
-from workflow_commands import command_stream, dotnet_trim
 
 from flakewarden import cli
 from flakewarden.console import json_line, one_line

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-from conftest import Project, flaky_module
-from github_emulator import GitHubEmulator
-from github_fixtures import emulator_env, flaky, write_report
-from workflow_commands import RESUME, STOP, Command, command_stream
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import emulator_env, flaky, write_report
+from helpers.project import Project, flaky_module
+from helpers.workflow_commands import RESUME, STOP, Command, command_stream
 
 from flakewarden import cli
 

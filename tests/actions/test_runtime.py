@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-from report_builders import result
-from workflow_commands import parse_commands, read_output_file, runner_lines
+from helpers.report_builders import result
+from helpers.workflow_commands import parse_commands, read_output_file, runner_lines
 
 from flakewarden.actions import runtime
 from flakewarden.model import Attempt, CoverageSummary, Outcome, RunReport, Subtest, TestResult

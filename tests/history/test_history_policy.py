@@ -4,17 +4,16 @@ against the loopback GitHub emulator, with the history in real SQLite files."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from github_emulator import GitHubEmulator
-from github_fixtures import checked_emulator, seed_issue
-from github_fixtures import emulator_env as _env
-from github_fixtures import issue_comments as _comments
-from github_fixtures import issue_labels as _labels
-from github_fixtures import issue_marker as _marker
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import emulator_env as _env
+from helpers.github_fixtures import issue_comments as _comments
+from helpers.github_fixtures import issue_labels as _labels
+from helpers.github_fixtures import issue_marker as _marker
+from helpers.github_fixtures import seed_issue
 from history_builders import ingest, report
 
 from flakewarden.cli import main
@@ -25,11 +24,6 @@ from flakewarden.quarantine.quarantined import QUARANTINED
 TEST = "tests/test_cache.py::test_fill"
 FILLER = {f"tests/test_b.py::test_{n}": "p" for n in range(10)}
 NOW = dt.datetime.now(dt.timezone.utc)
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 @pytest.fixture

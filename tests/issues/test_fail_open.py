@@ -8,29 +8,23 @@ real time moves too, so the deadline is checked by what the client did
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from github_emulator import (
+from helpers.github_emulator import (
     UNRESOLVABLE_URL,
     Fault,
     GitHubEmulator,
     closed_port_url,
     secondary_rate_limit,
 )
-from github_fixtures import FakeClock, checked_emulator, emulator_env, flaky, write_report
+from helpers.github_fixtures import FakeClock, emulator_env, flaky, write_report
 
 from flakewarden.cli import main
 from flakewarden.errors import GitHubError
 from flakewarden.quarantine.quarantined import fetch_quarantined_set
 
 REPO = "octo-org/octo-repo"
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 def _report(tmp_path: Path, count: int) -> str:

@@ -5,21 +5,19 @@ from __future__ import annotations
 import datetime as dt
 import re
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from github_emulator import Fault, GitHubEmulator, LoggedRequest
-from github_fixtures import (
+from helpers.github_emulator import Fault, GitHubEmulator, LoggedRequest
+from helpers.github_fixtures import (
     FakeSleep,
-    checked_emulator,
     flaky,
     make_client,
     passed,
     write_report,
 )
-from github_fixtures import (
+from helpers.github_fixtures import (
     emulator_env as _env,
 )
 
@@ -40,11 +38,6 @@ REPO = "octo-org/octo-repo"
 T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
 T1 = dt.datetime(2024, 5, 8, 9, 30, tzinfo=dt.timezone.utc)
 CTX = RunContext(REPO, "https://github.com", "4242", "1", "0123456789abcdef0123", "main")
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 def _file(

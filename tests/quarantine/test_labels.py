@@ -5,26 +5,24 @@ from __future__ import annotations
 import datetime as dt
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Project
-from github_emulator import Fault, GitHubEmulator
-from github_fixtures import (
-    checked_emulator,
+from helpers.github_emulator import Fault, GitHubEmulator
+from helpers.github_fixtures import (
+    emulator_env as _env,
+)
+from helpers.github_fixtures import (
     flaky,
     passed,
     seed_issue,
     write_report,
 )
-from github_fixtures import (
-    emulator_env as _env,
-)
-from github_fixtures import issue_comments as _comments
-from github_fixtures import issue_labels as _labels
-from github_fixtures import issue_marker as _marker
+from helpers.github_fixtures import issue_comments as _comments
+from helpers.github_fixtures import issue_labels as _labels
+from helpers.github_fixtures import issue_marker as _marker
+from helpers.project import Project
 
 from flakewarden.cli import main
 from flakewarden.issues.hit_ledger import record_keys
@@ -38,11 +36,6 @@ from flakewarden.reports.junit_read import iter_junit_cases
 
 TEST = "tests/test_cache.py::test_fill"
 NOW = dt.datetime.now(dt.timezone.utc)
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 @pytest.fixture

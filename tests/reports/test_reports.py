@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PYTHON
+from helpers.project import PYTHON
 
 from flakewarden.errors import ReportError, ReportMissing
 from flakewarden.model import Outcome, RunReport, TestResult

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from report_builders import result
+from helpers.report_builders import result
 
 from flakewarden.model import Attempt, CoverageSummary, Outcome, RunReport, Subtest, TestResult
 from flakewarden.reports.summary import SUMMARY_LIMIT, escape_markdown, render_summary

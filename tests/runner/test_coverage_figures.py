@@ -10,8 +10,8 @@ from pathlib import Path
 
 import coverage.results
 import pytest
-from report_builders import result
-from workflow_commands import read_output_file
+from helpers.report_builders import result
+from helpers.workflow_commands import read_output_file
 
 from flakewarden.model import CoverageSummary, Outcome, RunReport
 from flakewarden.model.coverage_figures import display_percent, fails_under

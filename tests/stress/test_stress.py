@@ -14,12 +14,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.project import make_project
 
 from flakewarden.model import RunReport
 from flakewarden.stress.verdict import Arm, Verdict, read_verdict
@@ -45,16 +45,6 @@ def one_stress_at_a_time() -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def make_project(root: Path, files: dict[str, str]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
-    return root
 
 
 def stress(
@@ -615,7 +605,7 @@ def test_merge_keeps_a_deterministic_shard(tmp_path: Path) -> None:
 
 
 def test_comment_records_the_verdict_on_the_flake_issue(tmp_path: Path) -> None:
-    from github_emulator import GitHubEmulator
+    from helpers.github_emulator import GitHubEmulator
 
     from flakewarden.issues.marker import format_marker, read_marker
 

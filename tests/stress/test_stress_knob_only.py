@@ -15,7 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_stress import arm, make_project, one_stress_at_a_time, stress
+from helpers.project import make_project
+from test_stress import arm, one_stress_at_a_time, stress
 
 __all__ = ["one_stress_at_a_time"]  # the fixture, used by name
 

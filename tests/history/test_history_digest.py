@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers.github_emulator import GitHubEmulator
-from helpers.github_fixtures import emulator_env as _env
+from helpers.github_fixtures import emulator_env
 from history_builders import ingest, report
 
 from flakewarden.cli import main
@@ -39,7 +39,7 @@ def test_digest_ranks_the_window_by_flaky_runs_with_trend_and_new_tests(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     monkeypatch.chdir(tmp_path)
     runs = [
         report(

@@ -5,7 +5,9 @@ What they build lives in ``helpers/``, which test modules import directly.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +36,24 @@ def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test starts without the job's variables, even if one before it set some."""
     for name in ambient(os.environ):
         monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def one_stress_at_a_time() -> Iterator[None]:
+    """Serialise the corpus's stress runs, also across pytest-xdist workers.
+
+    Each stress run loads the machine on purpose (CPU burners); several at once
+    would be each other's ambient load and blur the timing evidence of all. A test whose
+    evidence is order, seeds or state (never timing) does without it and runs in the
+    parallel part of the suite.
+    """
+    path = os.path.join(tempfile.gettempdir(), "flakewarden-stress-corpus.lock")
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from helpers.project import make_project
-from test_stress import PYTEST, arm, stress
+from helpers.stress_runs import PYTEST, arm, stress
 
 # The evidence here is which tests ran before which, never timing: these stress runs need
 # no machine to themselves and run in the parallel part of the suite.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers.project import make_project
-from test_stress import arm, stress
+from helpers.stress_runs import arm, stress
 
 COLD_EVERY_PROCESS = """
     _runs = []

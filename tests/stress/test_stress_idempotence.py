@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from helpers.project import make_project
-from test_stress import (
+from helpers.stress_runs import (
     PYTEST,
     arm,
     stress,

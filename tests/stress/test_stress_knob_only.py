@@ -16,9 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers.project import make_project
-from test_stress import arm, one_stress_at_a_time, stress
-
-__all__ = ["one_stress_at_a_time"]  # the fixture, used by name
+from helpers.stress_runs import arm, stress
 
 LOST_UPDATE = {
     "stock.py": """

@@ -20,10 +20,9 @@ import pytest
 from helpers.github_emulator import GitHubEmulator
 from helpers.github_fixtures import emulator_env, flaky, write_report
 from helpers.project import PYTEST, PYTHON, make_project
-from helpers.workflow_commands import command_stream, dotnet_trim
+from helpers.workflow_commands import command_stream, dotnet_trim, only_ours
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
-from test_injection import only_ours
 
 from flakewarden import cli
 from flakewarden.console import json_line, one_line

@@ -1,7 +1,7 @@
 """The action's own setup, old against new: from the first step's start to the first test starting.
 
 Each run is one job on a fresh runner-like machine, simulated by the runner in
-tests/test_action.py (the action's ``run:`` steps executed with bash, its
+tests/helpers/actions_runner.py (the action's ``run:`` steps executed with bash, its
 ``uses:`` steps not executed): an empty ``$RUNNER_TEMP``, an empty pip (and uv)
 cache, pip's configuration files and find-links left out so packages come from
 PyPI as on a hosted runner. The project has one test, which writes the time it
@@ -41,7 +41,7 @@ from typing import Callable, Optional
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from test_action import Runner  # noqa: E402  (the simulated runner, shared with the tests)
+from helpers.actions_runner import Runner  # noqa: E402  (the simulated runner, shared with the tests)
 
 TEST = """
 import time

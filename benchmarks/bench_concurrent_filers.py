@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from filer_race import race
+from helpers.filer_race import race
 
 
 def main() -> None:

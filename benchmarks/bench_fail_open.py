@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from github_emulator import (
+from helpers.github_emulator import (
     UNRESOLVABLE_URL,
     Fault,
     GitHubEmulator,
@@ -32,7 +32,7 @@ from github_emulator import (
     primary_rate_limit,
     secondary_rate_limit,
 )
-from github_fixtures import FakeClock, flaky, write_report
+from helpers.github_fixtures import FakeClock, flaky, write_report
 
 from flakewarden.cli import main
 from flakewarden.errors import GitHubError

@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from github_emulator import GitHubEmulator
-from github_fixtures import FakeSleep, flaky
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import FakeSleep, flaky
 
 from flakewarden.github.api import GitHubClient
 from flakewarden.issues.digest import ranking as digest

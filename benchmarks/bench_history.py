@@ -186,8 +186,8 @@ def time_history_show(db: Path, window: int, repeat: int = 3) -> None:
 
 
 def bench_github(args: argparse.Namespace, where: Path) -> None:
-    from github_emulator import GitHubEmulator
-    from github_emulator_actions import zip_directory
+    from helpers.github_emulator import GitHubEmulator
+    from helpers.github_emulator_actions import zip_directory
 
     from flakewarden.commands.history_github import ingest_from_github
     from flakewarden.github.api import GitHubClient

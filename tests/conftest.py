@@ -1,22 +1,21 @@
-"""Fixtures that build small real pytest projects in tmp_path and run the real CLI."""
+"""The suite's shared fixtures: a hermetic environment, a project, a GitHub emulator.
+
+What they build lives in ``helpers/``, which test modules import directly.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import json
+import fcntl
 import os
-import subprocess
-import sys
-import textwrap
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Optional
 
 import pytest
-from hermetic import ambient, clean_env
-
-PYTHON = sys.executable
-PYTEST = [PYTHON, "-m", "pytest"]
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import checked_emulator
+from helpers.hermetic import ambient
+from helpers.project import ISOLATED_INI, Project, make_project
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -39,6 +38,24 @@ def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name)
 
 
+@pytest.fixture
+def one_stress_at_a_time() -> Iterator[None]:
+    """Serialise the corpus's stress runs, also across pytest-xdist workers.
+
+    Each stress run loads the machine on purpose (CPU burners); several at once
+    would be each other's ambient load and blur the timing evidence of all. A test whose
+    evidence is order, seeds or state (never timing) does without it and runs in the
+    parallel part of the suite.
+    """
+    path = os.path.join(tempfile.gettempdir(), "flakewarden-stress-corpus.lock")
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the stress tests ``serial``: they measure timing under CPU burners on purpose.
 
@@ -50,156 +67,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.serial)
 
 
-FLAKY_TEMPLATE = """
-from pathlib import Path
-
-COUNTER = Path(__file__).parent / ".counter-{name}"
-
-
-def bump():
-    n = int(COUNTER.read_text()) if COUNTER.exists() else 0
-    COUNTER.write_text(str(n + 1))
-    return n + 1
-"""
-
-
-@dataclasses.dataclass
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
-    report_dir: Path
-
-    @property
-    def report(self) -> dict[str, Any]:
-        return json.loads((self.report_dir / "report.json").read_text(encoding="utf-8"))
-
-    def test(self, test_id: str) -> dict[str, Any]:
-        for test in self.report["tests"]:
-            if test["id"] == test_id:
-                return test
-        raise AssertionError(f"{test_id} not in report: {[t['id'] for t in self.report['tests']]}")
-
-    @property
-    def outcomes(self) -> dict[str, str]:
-        return {t["id"]: t["outcome"] for t in self.report["tests"]}
-
-
-@dataclasses.dataclass
-class Project:
-    root: Path
-
-    def write(self, relative: str, text: str) -> Path:
-        path = self.root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-        return path
-
-    def env(self, extra: Optional[dict[str, str]] = None) -> dict[str, str]:
-        # A suite run inside GitHub Actions must not publish to the real job.
-        return clean_env(extra)
-
-    def run(
-        self,
-        *args: str,
-        command: Optional[list[str]] = None,
-        cwd: Optional[Path] = None,
-        env: Optional[dict[str, str]] = None,
-        report_dir: str = "report",
-    ) -> Result:
-        """``flakewarden run --report-dir ... ARGS -- COMMAND`` as a real subprocess."""
-        where = cwd or self.root
-        full = self._command(args, command, report_dir)
-        done = subprocess.run(
-            full,
-            cwd=where,
-            env=self.env(env),
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            timeout=300,
-        )
-        return Result(done.returncode, done.stdout, done.stderr, self.root / report_dir)
-
-    def drive(self, source: str, *args: str) -> Any:
-        """Run ``source`` (a script that uses flakewarden's own functions) in a child
-        interpreter, in the project, and return the JSON value its last line prints.
-
-        For tests of what happens inside a run: in-process, the run would make this
-        test's worker the subreaper of every orphan.
-        """
-        done = subprocess.run(
-            [PYTHON, "-c", textwrap.dedent(source), *args],
-            cwd=self.root,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        return json.loads(done.stdout.splitlines()[-1])
-
-    def start(self, *args: str, report_dir: str = "report") -> subprocess.Popen[str]:
-        """The same ``flakewarden run`` started in the background, for tests that signal it."""
-        return subprocess.Popen(
-            self._command(args, None, report_dir),
-            cwd=self.root,
-            env=self.env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def _command(
-        self, args: tuple[str, ...], command: Optional[list[str]], report_dir: str
-    ) -> list[str]:
-        return [
-            PYTHON,
-            "-m",
-            "flakewarden",
-            "run",
-            "--report-dir",
-            str(self.root / report_dir),
-            *args,
-            "--",
-            *(PYTEST if command is None else command),
-        ]
-
-
-#: A test module's helper: ``bump(name)`` counts the runs of ``name`` (1 the first time), one
-#: file per name beside the module, so xdist's workers never share one.
-BUMP_BY_NAME = """
-def bump(name):
-    count = Path(__file__).with_name(name + ".count")
-    runs = int(count.read_text()) + 1 if count.exists() else 1
-    count.write_text(str(runs))
-    return runs
-"""
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     """An empty project with a pytest config that fixes order and caches nothing."""
-    root = tmp_path / "proj"
-    root.mkdir()
-    proj = Project(root)
-    proj.write(
-        "pytest.ini",
-        """
-        [pytest]
-        addopts = -p no:randomly -p no:cacheprovider
-        """,
-    )
-    return proj
+    return Project(make_project(tmp_path / "proj", {}, ini=ISOLATED_INI))
 
 
-def flaky_module(name: str, fail_times: int = 1) -> str:
-    """Source of a test module whose test ``test_{name}`` fails ``fail_times`` then passes."""
-    return (
-        FLAKY_TEMPLATE.format(name=name)
-        + f"""
-
-def test_{name}():
-    assert bump() > {fail_times}, "flaked"
-"""
-    )
+@pytest.fixture
+def emulator() -> Iterator[GitHubEmulator]:
+    """The GitHub emulator on loopback; every exchange with it must match GitHub's schemas."""
+    yield from checked_emulator()

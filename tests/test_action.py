@@ -1,199 +1,28 @@
 """action.yml: its ``run:`` steps executed with bash in a simulated runner, its ``uses:`` checked.
 
-The runner is re-stated as far as this action needs it: inputs with their
-(evaluated) defaults, each step's ``env:`` expanded from ``${{ }}``
-expressions, a fresh ``$GITHUB_OUTPUT`` and ``$GITHUB_STEP_SUMMARY`` per step,
-``bash --noprofile --norc -eo pipefail`` for ``shell: bash``, step outputs
-read back into the ``steps`` context, and the action's outputs evaluated at
-the end. The tests run a small real project with a flaky test.
+The runner (``helpers/actions_runner.py``) runs the steps as GitHub would; the tests run a
+small real project with a flaky test.
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-import uuid
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 import pytest
-import yaml
-from workflow_commands import parse_commands, read_output_file
+from helpers.actions_expressions import Evaluator
+from helpers.actions_runner import ActionRun, Runner, load_action
+from helpers.project import make_project as write_project
+from helpers.workflow_commands import parse_commands
 
 REPO = Path(__file__).resolve().parents[1]
-ACTION = REPO / "action.yml"
 SHA = re.compile(r"^[^@\s]+@[0-9a-f]{40}$")
-
-Value = Union[str, bool, float, None, dict[str, Any]]
-
-# -- a small evaluator for ${{ }} expressions -------------------------------------
-
-_TOKEN = re.compile(
-    r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>\d+(?:\.\d+)?)|(?P<op>==|!=|<=|>=|&&|\|\||[!<>().\[\],])"
-    r"|(?P<name>[A-Za-z_][A-Za-z0-9_-]*))"
-)
-
-
-def _tokens(text: str) -> list[tuple[str, str]]:
-    out = []
-    pos = 0
-    text = text.strip()
-    while pos < len(text):
-        match = _TOKEN.match(text, pos)
-        if not match or match.end() == pos:
-            raise ValueError(f"cannot parse expression at {text[pos:]!r}")
-        pos = match.end()
-        kind = match.lastgroup
-        assert kind is not None
-        out.append((kind, match.group(kind)))
-    return out
-
-
-def _truthy(value: Value) -> bool:
-    return value not in (None, False, "", 0, 0.0)
-
-
-def to_string(value: Value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else str(value)
-    if isinstance(value, dict):
-        raise ValueError("an object is not a string")
-    return str(value)
-
-
-def _number(value: Value) -> float:
-    if value is None or value == "":
-        return 0.0
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        return float(str(value))
-    except ValueError:
-        return float("nan")
-
-
-def _equal(left: Value, right: Value) -> bool:
-    if isinstance(left, str) and isinstance(right, str):
-        return left.casefold() == right.casefold()
-    if type(left) is type(right):
-        return left == right
-    return _number(left) == _number(right)
-
-
-class Evaluator:
-    """GitHub's expression language, as much of it as action.yml and the workflows use."""
-
-    def __init__(self, contexts: dict[str, Any], *, failed: bool = False) -> None:
-        self.contexts = contexts
-        self.failed = failed
-
-    def evaluate(self, expression: str) -> Value:
-        self.tokens = _tokens(expression)
-        self.pos = 0
-        value = self._or()
-        if self.pos != len(self.tokens):
-            raise ValueError(f"unexpected {self.tokens[self.pos]} in {expression!r}")
-        return value
-
-    def template(self, text: str) -> str:
-        """A string with ``${{ }}`` parts, as env and with values are."""
-        return re.sub(r"\$\{\{(.*?)\}\}", lambda m: to_string(self.evaluate(m.group(1))), text)
-
-    def condition(self, text: str) -> bool:
-        text = text.strip()
-        if text.startswith("${{") and text.endswith("}}"):
-            text = text[3:-2]
-        return _truthy(self.evaluate(text))
-
-    def _peek(self) -> Optional[tuple[str, str]]:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
-
-    def _take(self, op: str) -> bool:
-        token = self._peek()
-        if token is not None and token[0] == "op" and token[1] == op:
-            self.pos += 1
-            return True
-        return False
-
-    def _or(self) -> Value:
-        value = self._and()
-        while self._take("||"):
-            right = self._and()
-            value = value if _truthy(value) else right
-        return value
-
-    def _and(self) -> Value:
-        value = self._compare()
-        while self._take("&&"):
-            right = self._compare()
-            value = right if _truthy(value) else value
-        return value
-
-    def _compare(self) -> Value:
-        value = self._unary()
-        for op in ("==", "!="):
-            if self._take(op):
-                right = self._unary()
-                same = _equal(value, right)
-                return same if op == "==" else not same
-        return value
-
-    def _unary(self) -> Value:
-        if self._take("!"):
-            return not _truthy(self._unary())
-        return self._primary()
-
-    def _primary(self) -> Value:
-        token = self._peek()
-        if token is None:
-            raise ValueError("expression ends early")
-        self.pos += 1
-        kind, text = token
-        if kind == "op" and text == "(":
-            value = self._or()
-            assert self._take(")")
-            return value
-        if kind == "str":
-            return text[1:-1].replace("''", "'")
-        if kind == "num":
-            return float(text)
-        if kind == "name":
-            if text in ("true", "false"):
-                return text == "true"
-            if text == "null":
-                return None
-            if text == "toJSON" and self._take("("):
-                argument = self._or()
-                assert self._take(")")
-                return json.dumps(argument, indent=2)
-            if self._take("("):
-                assert self._take(")"), "only argument-less status functions are supported"
-                return {"always": True, "success": not self.failed, "failure": self.failed}[text]
-            value: Value = self.contexts.get(text)
-            while True:
-                if self._take("."):
-                    kind, name = self.tokens[self.pos]
-                    self.pos += 1
-                    value = value.get(name) if isinstance(value, dict) else None
-                elif self._take("["):
-                    key = to_string(self._or())
-                    assert self._take("]")
-                    value = value.get(key) if isinstance(value, dict) else None
-                else:
-                    return value
-        raise ValueError(f"unexpected {text!r}")
 
 
 def test_evaluator() -> None:
@@ -204,197 +33,6 @@ def test_evaluator() -> None:
     assert ev.evaluate("inputs.missing || 'fallback'") == "fallback"
     assert ev.evaluate("!(inputs['a-b'] != 'x')") is True
     assert ev.template("n-${{ github.job }}-${{ 0 }}") == "n-j-0"
-
-
-# -- the simulated runner ----------------------------------------------------------
-
-
-def scalar(value: Any) -> str:
-    """A YAML scalar as the runner reads it: ``true`` stays ``true``, not Python's ``True``."""
-    return value if isinstance(value, str) else to_string(value)
-
-
-def load_action(path: Path = ACTION) -> dict[str, Any]:
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
-
-
-@dataclasses.dataclass
-class StepRun:
-    id: str
-    name: str
-    returncode: Optional[int]  # None: a uses: step, not executed
-    stdout: str = ""
-    stderr: str = ""
-    outputs: dict[str, str] = dataclasses.field(default_factory=dict)
-    summary: str = ""
-    env: dict[str, str] = dataclasses.field(default_factory=dict)
-    with_: dict[str, str] = dataclasses.field(default_factory=dict)
-    condition: Optional[bool] = None
-
-
-@dataclasses.dataclass
-class ActionRun:
-    steps: list[StepRun]
-    outputs: dict[str, str]
-    github_env: str
-
-    def step(self, step_id: str) -> StepRun:
-        return next(s for s in self.steps if s.id == step_id)
-
-    @property
-    def failed(self) -> bool:
-        return any(s.returncode not in (None, 0) for s in self.steps)
-
-
-class Runner:
-    """One job on a runner: workspace, temp dir, PATH with the user's ``python``."""
-
-    def __init__(self, root: Path, *, action_path: Path = REPO) -> None:
-        """``action_path`` is the action's checkout; its ``action.yml`` is the one run."""
-        self.root = root
-        self.workspace = root / "workspace"
-        self.temp = root / "runner-temp"
-        self.bin = root / "user-bin"
-        for directory in (self.workspace, self.temp, self.bin):
-            directory.mkdir(parents=True, exist_ok=True)
-        self.action_path = action_path
-        # The user's interpreter: `python` on PATH is the one running this suite.
-        python = self.bin / "python"
-        python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
-        python.chmod(0o755)
-        self.github_env = root / "github-env"
-        self.github_env.touch()
-        self.event_name = "push"
-        self.job = "test"
-        self.job_index = 0
-        self.run_attempt = "1"
-        self.matrix: dict[str, Any] = {}
-        self.extra_env: dict[str, str] = {}
-
-    def base_env(self) -> dict[str, str]:
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.startswith(("PYTEST_", "COVERAGE", "FLAKEWARDEN", "GITHUB_", "RUNNER_"))
-            and key not in ("VIRTUAL_ENV", "PYTHONPATH", "CI")
-        }
-        env.update(
-            {
-                "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}",
-                "CI": "true",
-                "GITHUB_ACTIONS": "true",
-                "GITHUB_WORKSPACE": str(self.workspace),
-                "GITHUB_ACTION_PATH": str(self.action_path),
-                "GITHUB_ENV": str(self.github_env),
-                "GITHUB_JOB": self.job,
-                "GITHUB_RUN_ATTEMPT": self.run_attempt,
-                "GITHUB_EVENT_NAME": self.event_name,
-                "RUNNER_TEMP": str(self.temp),
-                "RUNNER_OS": "Linux",
-            }
-        )
-        env.update(self.extra_env)
-        return env
-
-    def contexts(self, inputs: dict[str, str], steps: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "github": {
-                "job": self.job,
-                "run_attempt": self.run_attempt,
-                "event_name": self.event_name,
-                "workspace": str(self.workspace),
-                "action_path": str(self.action_path),
-                "token": "ghs_simulatedtoken0000000000000000000000",
-            },
-            "strategy": {"job-index": float(self.job_index), "job-total": 1.0},
-            "matrix": self.matrix,
-            "job": {"status": "success"},
-            "runner": {"temp": str(self.temp), "os": "Linux"},
-            "env": {},
-            "inputs": inputs,
-            "steps": steps,
-        }
-
-    def inputs(self, given: dict[str, str]) -> dict[str, str]:
-        action = load_action(self.action_path / "action.yml")
-        unknown = set(given) - set(action["inputs"])
-        assert not unknown, f"inputs the action does not declare: {unknown}"
-        evaluator = Evaluator(self.contexts({}, {}))
-        return {
-            name: given[name]
-            if name in given
-            else evaluator.template(scalar(spec.get("default", "")))
-            for name, spec in action["inputs"].items()
-        }
-
-    def run(self, given: Optional[dict[str, str]] = None) -> ActionRun:
-        action = load_action(self.action_path / "action.yml")
-        inputs = self.inputs(given or {})
-        steps_context: dict[str, Any] = {}
-        runs: list[StepRun] = []
-        failed = False
-        for index, step in enumerate(action["runs"]["steps"]):
-            step_id = step.get("id", f"__{index}")
-            evaluator = Evaluator(self.contexts(inputs, steps_context), failed=failed)
-            condition = evaluator.condition(step.get("if", "success()"))
-            env = {k: evaluator.template(scalar(v)) for k, v in (step.get("env") or {}).items()}
-            if "uses" in step:
-                with_ = {
-                    k: evaluator.template(scalar(v)) for k, v in (step.get("with") or {}).items()
-                }
-                runs.append(
-                    StepRun(step_id, step["name"], None, env=env, with_=with_, condition=condition)
-                )
-                continue
-            if not condition:
-                runs.append(StepRun(step_id, step["name"], None, condition=False))
-                continue
-            assert step["shell"] == "bash"
-            output = self.temp / f"output-{uuid.uuid4().hex}"
-            summary = self.temp / f"summary-{uuid.uuid4().hex}"
-            output.touch()
-            summary.touch()
-            script = self.temp / f"{uuid.uuid4().hex}.sh"
-            script.write_text(step["run"], encoding="utf-8")
-            full_env = {
-                **self.base_env(),
-                **env,
-                "GITHUB_OUTPUT": str(output),
-                "GITHUB_STEP_SUMMARY": str(summary),
-            }
-            proc = subprocess.run(
-                ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                cwd=self.workspace,
-                env=full_env,
-                capture_output=True,
-                text=True,
-                timeout=180,
-            )
-            outputs = read_output_file(output)
-            steps_context[step_id] = {
-                "outputs": outputs,
-                "outcome": "success" if proc.returncode == 0 else "failure",
-                "conclusion": "success" if proc.returncode == 0 else "failure",
-            }
-            runs.append(
-                StepRun(
-                    step_id,
-                    step["name"],
-                    proc.returncode,
-                    proc.stdout,
-                    proc.stderr,
-                    outputs,
-                    summary.read_text(encoding="utf-8"),
-                    env,
-                    condition=True,
-                )
-            )
-            failed = failed or proc.returncode != 0
-        final = Evaluator(self.contexts(inputs, steps_context), failed=failed)
-        outputs = {
-            name: final.template(str(spec["value"])) for name, spec in action["outputs"].items()
-        }
-        return ActionRun(runs, outputs, self.github_env.read_text(encoding="utf-8"))
 
 
 # -- the project under test --------------------------------------------------------
@@ -434,17 +72,14 @@ def test_broken():
 """
 
 
+PYPROJECT = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\naddopts = "-p no:randomly"\n'
+
+
 def make_project(workspace: Path, *, broken: bool = False) -> Path:
-    project = workspace / "project"
-    (project / "tests").mkdir(parents=True)
-    (project / "pyproject.toml").write_text(
-        '[tool.pytest.ini_options]\ntestpaths = ["tests"]\naddopts = "-p no:randomly"\n',
-        encoding="utf-8",
-    )
-    (project / "tests" / "test_flaky.py").write_text(FLAKY_TESTS, encoding="utf-8")
+    files = {"pyproject.toml": PYPROJECT, "tests/test_flaky.py": FLAKY_TESTS}
     if broken:
-        (project / "tests" / "test_broken.py").write_text(BROKEN_TEST, encoding="utf-8")
-    return project
+        files["tests/test_broken.py"] = BROKEN_TEST
+    return write_project(workspace / "project", files, ini=None, verbatim=True)
 
 
 def line_of(path: Path, needle: str) -> str:
@@ -1019,7 +654,7 @@ def test_file_issues_defaults_on_for_push_and_schedule_only(
 def test_flake_issues_are_filed_on_push_with_the_token_kept_out_of_the_tests(
     runner: Runner,
 ) -> None:
-    from github_emulator import GitHubEmulator
+    from helpers.github_emulator import GitHubEmulator
 
     make_project(runner.workspace)
     with GitHubEmulator() as github:
@@ -1068,7 +703,7 @@ def test_flake_issues_follow_the_input(
 
 
 def test_the_pull_request_comment_is_opt_in_and_edited_in_place(runner: Runner) -> None:
-    from github_emulator import GitHubEmulator
+    from helpers.github_emulator import GitHubEmulator
 
     project = make_project(runner.workspace)
     runner.event_name = "pull_request"
@@ -1106,7 +741,7 @@ def test_no_flake_issues_step_when_nothing_was_flaky(runner: Runner) -> None:
 
 
 def test_quarantined_failure_keeps_the_job_green_and_is_counted(runner: Runner) -> None:
-    from github_emulator import GitHubEmulator
+    from helpers.github_emulator import GitHubEmulator
 
     from flakewarden.issues.marker import format_marker, read_marker
 
@@ -1221,7 +856,7 @@ def test_no_process_holds_the_token_while_the_tests_run(runner: Runner) -> None:
     """
     import secrets
 
-    from github_emulator import GitHubEmulator
+    from helpers.github_emulator import GitHubEmulator
 
     from flakewarden.issues.marker import format_marker
 

@@ -13,6 +13,23 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 _LEAKY_ENV = ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID", "COVERAGE_FILE")
 
 
+def _bench(
+    script: str, *args: str, timeout: int = 120, inherit: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``script`` run to the end; without this run's pytest and coverage variables unless
+    ``inherit``, so a benchmark's own pytest children start clean."""
+    env = None if inherit else {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
 @pytest.mark.parametrize(
     ("script", "ratio_line"),
     [
@@ -21,60 +38,23 @@ _LEAKY_ENV = ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID"
     ],
 )
 def test_benchmark_runs_at_a_tiny_size(script: str, ratio_line: str) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCHMARKS / script),
-            "--tests",
-            "6",
-            "--modules",
-            "2",
-            "--pairs",
-            "1",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = _bench(script, "--tests", "6", "--modules", "2", "--pairs", "1")
     assert ratio_line in done.stdout, done.stdout
     assert "median s" in done.stdout, done.stdout
 
 
 def test_history_show_benchmark_runs_at_a_tiny_size() -> None:
-    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCHMARKS / "bench_history_show.py"),
-            *("--tests", "60", "--runs", "5", "--repeat", "1"),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = _bench("bench_history_show.py", *("--tests", "60", "--runs", "5", "--repeat", "1"))
     assert "window: last 5 runs on main; 60 tests scored" in done.stdout, done.stdout
     assert "history show --json median s:" in done.stdout, done.stdout
 
 
 def test_stress_fork_benchmark_runs_at_a_tiny_size() -> None:
-    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCHMARKS / "bench_stress_fork.py"),
-            *("--runs", "3", "--pairs", "1", "--parallel", "1"),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
+    done = _bench(
+        "bench_stress_fork.py",
+        *("--runs", "3", "--pairs", "1", "--parallel", "1"),
         timeout=300,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
     assert "ratio fork/spawn at parallel 1:" in done.stdout, done.stdout
     assert "spawn runs/s" in done.stdout, done.stdout
 
@@ -88,18 +68,13 @@ def test_stress_sequential_simulation_meets_its_targets_at_a_small_size() -> Non
     on 300 seeded trials).
     """
     cases = ["knob-only 0.5%", "knob-only 1.5%", "knob-only 5%", "never fails", "flat 20%"]
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCHMARKS / "bench_stress_sequential.py"),
-            *("--trials", "40"),
-            *(arg for case in cases for arg in ("--case", case)),
-        ],
-        capture_output=True,
-        text=True,
+    done = _bench(
+        "bench_stress_sequential.py",
+        *("--trials", "40"),
+        *(arg for case in cases for arg in ("--case", case)),
         timeout=300,
+        inherit=True,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[1].split()[:3] == ["case", "race", "flaky"], done.stdout
     rows = {line[:18].strip(): line[18:].split() for line in lines[2:] if "%" in line}
@@ -111,19 +86,7 @@ def test_stress_sequential_simulation_meets_its_targets_at_a_small_size() -> Non
 
 
 def test_plugin_evidence_benchmark_runs_at_a_tiny_size() -> None:
-    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCHMARKS / "bench_plugin_evidence.py"),
-            *("--tests", "40", "--pairs", "1"),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = _bench("bench_plugin_evidence.py", *("--tests", "40", "--pairs", "1"))
     # Both plugins recorded each of the 40 tests (a start and a test record apiece) and
     # the session's config, collection, pytest's counts and exit: 84 lines each.
     assert done.stdout.count(", 84 record lines") == 2, done.stdout

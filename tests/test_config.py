@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PYTEST, PYTHON, Project, flaky_module
+from helpers.project import PYTEST, PYTHON, Project, flaky_module
 
 from flakewarden.config import Config, QuarantinePolicy, find_default, load
 from flakewarden.errors import ConfigError

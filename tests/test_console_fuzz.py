@@ -17,13 +17,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PYTEST, PYTHON
-from github_emulator import GitHubEmulator
-from github_fixtures import emulator_env, flaky, write_report
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import emulator_env, flaky, write_report
+from helpers.project import PYTEST, PYTHON, make_project
+from helpers.workflow_commands import command_stream, dotnet_trim, only_ours
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
-from test_injection import only_ours
-from workflow_commands import command_stream, dotnet_trim
 
 from flakewarden import cli
 from flakewarden.console import json_line, one_line
@@ -31,6 +30,12 @@ from flakewarden.model import AttemptOutcome, AttemptResult, Outcome, TestResult
 
 # A failing example is 20,000 characters long; Hypothesis warns while printing it.
 pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
+
+# Ordered, cache-less, and the ids exactly as written: hostile text must reach the output.
+FUZZ_INI = (
+    "[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n"
+    "disable_test_id_escaping_and_forfeit_all_rights_to_community_support = true\n"
+)
 
 FRAGMENTS = [
     "::",
@@ -129,13 +134,7 @@ def expected_titles(report: dict[str, object]) -> list[tuple[str, str]]:
 def test_run_emits_only_its_own_commands(
     tmp_path_factory: pytest.TempPathFactory, cases: list[tuple[str, str, bool]]
 ) -> None:
-    root = tmp_path_factory.mktemp("fuzz-run")
-    (root / "pytest.ini").write_text(
-        "[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n"
-        "disable_test_id_escaping_and_forfeit_all_rights_to_community_support = true\n"
-    )
-    (root / "cases.json").write_text(json.dumps([list(c) for c in cases]))
-    (root / "test_fuzz.py").write_text(
+    test_fuzz = (
         "import json, pytest\nfrom pathlib import Path\n\n"
         "HERE = Path(__file__).parent\n"
         "CASES = json.loads((HERE / 'cases.json').read_text())\n\n"
@@ -149,6 +148,8 @@ def test_run_emits_only_its_own_commands(
         "    print(message)\n"
         "    raise AssertionError(message)\n"
     )
+    files = {"cases.json": json.dumps([list(c) for c in cases]), "test_fuzz.py": test_fuzz}
+    root = make_project(tmp_path_factory.mktemp("fuzz-run"), files, ini=FUZZ_INI, verbatim=True)
     env = {
         "GITHUB_ACTIONS": "true",
         "GITHUB_OUTPUT": str(root / "outputs"),
@@ -271,19 +272,15 @@ STRESS_ARGS = ["--runs", "1", "--budget-seconds", "1"]
 def test_stress_prints_only_inert_lines(
     tmp_path_factory: pytest.TempPathFactory, test_id: str
 ) -> None:
-    root = tmp_path_factory.mktemp("fuzz-stress")
-    (root / "pytest.ini").write_text(
-        "[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n"
-        "disable_test_id_escaping_and_forfeit_all_rights_to_community_support = true\n"
-    )
-    (root / "ids.json").write_text(json.dumps([test_id]))
-    (root / "test_fuzz.py").write_text(
+    test_fuzz = (
         "import json, pytest\nfrom pathlib import Path\n\n"
         "IDS = json.loads((Path(__file__).parent / 'ids.json').read_text())\n\n"
         "@pytest.mark.parametrize('i', [0], ids=IDS)\n"
         "def test_case(i):\n"
         "    print(IDS[0])\n"
     )
+    files = {"ids.json": json.dumps([test_id]), "test_fuzz.py": test_fuzz}
+    root = make_project(tmp_path_factory.mktemp("fuzz-stress"), files, ini=FUZZ_INI, verbatim=True)
     node_id = f"test_fuzz.py::test_case[{test_id}]"
     env = {"GITHUB_ACTIONS": "true", "PATH": str(Path(PYTHON).parent) + ":/usr/bin:/bin"}
     done = subprocess.run(

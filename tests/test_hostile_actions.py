@@ -10,7 +10,7 @@ from pathlib import Path
 
 import hostile_actions
 import pytest
-from hermetic import clean_env, is_ambient
+from helpers.hermetic import clean_env, is_ambient
 
 HOSTILE = Path(__file__).with_name("hostile_actions.py")
 

@@ -11,21 +11,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import sys
 from pathlib import Path
-from typing import Optional
 
 import pytest
-from conftest import Project, flaky_module
-from github_emulator import GitHubEmulator
-from github_fixtures import emulator_env, flaky, write_report
-from workflow_commands import RESUME, STOP, Command, command_stream
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import emulator_env, flaky, write_report
+from helpers.project import Project, flaky_module
+from helpers.workflow_commands import command_stream, only_ours
 
 from flakewarden import cli
-
-OUR_FENCE = re.compile(r"^[0-9a-f]{32}$")
 
 
 def actions_env(project: Project, tmp_path: Path) -> dict[str, str]:
@@ -35,29 +31,6 @@ def actions_env(project: Project, tmp_path: Path) -> dict[str, str]:
         "GITHUB_STEP_SUMMARY": str(tmp_path / "summary"),
         "GITHUB_WORKSPACE": str(project.root),
     }
-
-
-def only_ours(stream: list[Command], *, fenced: Optional[bool] = None) -> list[Command]:
-    """The annotations, after checking every other command is flakewarden's own fence.
-
-    ``fenced``: True when the tests' output was echoed (not ``-q``), so it sits inside one
-    fence; False when nothing was; None (callers that cannot tell) accepts either.
-    """
-    fences = [c for c in stream if c.name in (STOP, RESUME)]
-    allowed = (0, 2) if fenced is None else ((2,) if fenced else (0,))
-    assert len(fences) in allowed, fences
-    if fences:
-        stop, resume = fences
-        assert (stop.name, resume.name) == (STOP, RESUME), fences
-        assert OUR_FENCE.match(stop.data) and resume.data == stop.data, fences
-        assert stop.line == f"::stop-commands::{stop.data}", fences
-        assert resume.line == f"::{stop.data}::", fences
-    annotations = [c for c in stream if c.name not in (STOP, RESUME)]
-    foreign = [c for c in annotations if c.name not in ("error", "warning", "notice")]
-    assert not foreign, foreign
-    for annotation in annotations:
-        assert re.match(r"^::(error|warning|notice) title=", annotation.line), annotation
-    return annotations
 
 
 REAL_FAILURE = "def test_real():\n    assert 1 == 2, 'a real failure'\n"

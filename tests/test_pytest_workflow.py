@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import Project, flaky_module
-from hermetic import clean_env
-from workflow_commands import parse_commands, read_output_file
+from helpers.hermetic import clean_env
+from helpers.project import Project, flaky_module
+from helpers.workflow_commands import parse_commands, read_output_file
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW = REPO / ".github" / "workflows" / "pytest.yml"

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-from report_builders import result
-from workflow_commands import parse_commands, read_output_file, runner_lines
+from helpers.report_builders import result, run_report
+from helpers.workflow_commands import parse_commands, read_output_file, runner_lines
 
 from flakewarden.actions import runtime
 from flakewarden.model import Attempt, CoverageSummary, Outcome, RunReport, Subtest, TestResult
@@ -30,19 +30,15 @@ def report(
     collection_errors: Optional[list[str]] = None,
     coverage: Optional[CoverageSummary] = None,
 ) -> RunReport:
-    return RunReport(
-        command=["python", "-m", "pytest"],
+    return run_report(
+        tests,
         rootdir=rootdir,
-        tests=tests,
         attempts=[
             Attempt(1, ["python", "-m", "pytest"], "initial", 1, 0.1, [], collection_errors or [])
         ],
-        order=[t.id for t in tests],
         exit_code=exit_code,
         started_at="2026-01-01T00:00:00Z",
         finished_at="2026-01-01T00:00:01Z",
-        duration=1.0,
-        version="0.1.0",
         coverage=coverage,
     )
 

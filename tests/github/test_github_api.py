@@ -6,13 +6,12 @@ import json
 import re
 import socket
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
-from github_emulator import (
+from helpers.github_emulator import (
     DATA,
     Fault,
     GitHubEmulator,
@@ -20,18 +19,13 @@ from github_emulator import (
     schemas,
     secondary_rate_limit,
 )
-from github_fixtures import FakeSleep, checked_emulator, make_client
+from helpers.github_fixtures import FakeSleep, make_client
 
 from flakewarden.errors import GitHubError
 from flakewarden.github.api import BODY_LIMIT, GitHubClient, cap_body
 from flakewarden.github.api_errors import GitHubRequestError
 
 ISSUES = "/repos/octo-org/octo-repo/issues"
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 def _fixture(name: str) -> list[dict]:

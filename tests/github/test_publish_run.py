@@ -10,26 +10,20 @@ import stat
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from github_emulator import GitHubEmulator
-from github_emulator_actions import zip_directory
-from github_fixtures import checked_emulator, emulator_env, flaky, passed, write_report
-from hermetic import clean_env
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_emulator_actions import zip_directory, zip_members
+from helpers.github_fixtures import emulator_env, flaky, passed, write_report
+from helpers.hermetic import clean_env
 
 from flakewarden.cli import main
 from flakewarden.issues.pr_comment import name_of
 
 SHA = "feedfacefeedfacefeedfacefeedfacefeedface"
 ARTIFACT = "flakewarden-report"
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 def _report_dir(tmp_path: Path, pr: int, tests: list[Any]) -> Path:
@@ -45,14 +39,6 @@ def _fork_run(emu: GitHubEmulator, zipped: bytes, head_sha: str = SHA) -> int:
     run = emu.add_workflow_run(event="pull_request", head_sha=head_sha, branch="feature")
     emu.add_artifact(run["id"], ARTIFACT, zipped)
     return int(run["id"])
-
-
-def _zip(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 def _publish(run_id: int, *extra: str) -> int:
@@ -142,7 +128,7 @@ def test_a_hostile_artifact_is_refused_in_one_line_and_nothing_is_written(
     emulator_env(monkeypatch, emulator)
     pr = int(emulator.add_pull_request(SHA)["number"])
     members, said = HOSTILE[kind]
-    run_id = _fork_run(emulator, _zip(members))
+    run_id = _fork_run(emulator, zip_members(members))
     assert _publish(run_id) == 3
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and said in err, err
@@ -169,13 +155,13 @@ def test_a_repeated_an_encrypted_and_a_crowded_zip_are_refused(
         archive.writestr("report.json", b"{}")
     assert "holds 'report.json' twice" in _refused(emulator, buffer.getvalue(), capsys)
     # zipfile writes no encrypted member: set the flag bit in both of the member's headers.
-    secret = bytearray(_zip({"report.json": b"ciphertext"}))
+    secret = bytearray(zip_members({"report.json": b"ciphertext"}))
     for signature, offset in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
         at = secret.index(signature) + offset
         secret[at] |= 0x1
     assert "holds an encrypted member" in _refused(emulator, bytes(secret), capsys)
     monkeypatch.setattr("flakewarden.history.artifact_zip.MAX_MEMBERS", 50)
-    crowded = _zip({f"f{n}.txt": b"" for n in range(51)} | {"report.json": b"{}"})
+    crowded = zip_members({f"f{n}.txt": b"" for n in range(51)} | {"report.json": b"{}"})
     assert "members, more than 50" in _refused(emulator, crowded, capsys)
 
 

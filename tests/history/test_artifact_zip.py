@@ -9,8 +9,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from github_emulator_actions import zip_directory
-from history_reports import report_dirs
+from helpers.github_emulator_actions import zip_directory
+from helpers.history_reports import report_dirs
 
 from flakewarden.history.artifact_zip import UnsafeZip, reports_in_zip
 

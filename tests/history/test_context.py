@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Project
+from helpers.project import Project
 
 from flakewarden import __version__, cli
 from flakewarden.history.context import collect_context, matrix_name

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from github_emulator import GitHubEmulator
-from github_emulator_actions import zip_directory
-from history_reports import as_github_run, report_dirs
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_emulator_actions import zip_directory
+from helpers.history_reports import as_github_run, report_dirs
 
 from flakewarden.history.store import HistoryStore
 

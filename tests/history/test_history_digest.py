@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from github_emulator import GitHubEmulator
-from github_fixtures import checked_emulator
-from github_fixtures import emulator_env as _env
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import emulator_env
 from history_builders import ingest, report
 
 from flakewarden.cli import main
@@ -22,11 +20,6 @@ STEADY = "tests/t.py::test_steady"  # 5 and 5
 FRESH = "tests/t.py::test_fresh[`|@team <b>]"  # 3 now, none before: new this week
 HARD = "tests/t.py::test_hard"  # one hard failure, no flaky run
 FILLER = {f"tests/f.py::test_{n}": "p" for n in range(10)}
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 def _word(test: str, n: int) -> str:
@@ -46,7 +39,7 @@ def test_digest_ranks_the_window_by_flaky_runs_with_trend_and_new_tests(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     monkeypatch.chdir(tmp_path)
     runs = [
         report(

@@ -4,17 +4,15 @@ against the loopback GitHub emulator, with the history in real SQLite files."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from github_emulator import GitHubEmulator
-from github_fixtures import checked_emulator, seed_issue
-from github_fixtures import emulator_env as _env
-from github_fixtures import issue_comments as _comments
-from github_fixtures import issue_labels as _labels
-from github_fixtures import issue_marker as _marker
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import emulator_env, seed_issue
+from helpers.github_fixtures import issue_comments as _comments
+from helpers.github_fixtures import issue_labels as _labels
+from helpers.github_fixtures import issue_marker as _marker
 from history_builders import ingest, report
 
 from flakewarden.cli import main
@@ -25,11 +23,6 @@ from flakewarden.quarantine.quarantined import QUARANTINED
 TEST = "tests/test_cache.py::test_fill"
 FILLER = {f"tests/test_b.py::test_{n}": "p" for n in range(10)}
 NOW = dt.datetime.now(dt.timezone.utc)
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 @pytest.fixture
@@ -71,7 +64,7 @@ def test_quarantine_refuses_below_the_sample_and_the_entry_rate(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     number = _seed(emulator)  # 4 hits and a fresh verdict: the counters alone would admit it
     few = ingest(cwd / "few.db", _runs(1, 10, {2, 4, 6}), cwd / "few")
     code, out = _cli(capsys, "quarantine", TEST, "--history", str(few))
@@ -121,7 +114,7 @@ def test_a_stress_verdict_is_still_required_with_history(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     number = _seed(emulator, verdict="race")
     db = ingest(cwd / "h.db", _runs(1, 25, {5, 10, 15, 20, 25}), cwd / "h")
     code, out = _cli(capsys, "quarantine", TEST, "--history", str(db))
@@ -136,7 +129,7 @@ def test_quarantine_entered_and_released_by_rate_with_hysteresis(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     number = _seed(emulator, hits=1)  # one hit: the counters alone would refuse
     db = cwd / "history.db"
     every_fifth = {n for n in range(1, 126) if n % 5 == 0}
@@ -202,7 +195,7 @@ def test_a_long_id_is_found_in_the_history_by_its_digest(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     long_id = f"tests/test_q.py::test_long[{'x' * 1_200}]"
     fields = id_fields(long_id)
     assert fields["id"] != long_id  # the marker holds a clipped id and the digest
@@ -224,7 +217,7 @@ def test_a_missing_history_fails_before_any_request(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     _seed(emulator)
     before = len(emulator.log)
     for command in (["quarantine", TEST], ["reevaluate"], ["digest"]):

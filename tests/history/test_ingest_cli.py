@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from history_reports import report_dirs
+from helpers.history_reports import report_dirs
 
 from flakewarden.cli import main
 from flakewarden.history.store import HistoryStore

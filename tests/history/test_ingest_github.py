@@ -4,31 +4,21 @@ the storage host, and a second ingest that downloads nothing old."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import urllib.request
-import zipfile
 from pathlib import Path
 
 import pytest
-from github_emulator import Fault, GitHubEmulator
-from github_emulator_actions import zip_directory
-from github_fixtures import emulator_env
-from history_reports import as_github_run, report_dirs
+from helpers.github_emulator import Fault, GitHubEmulator
+from helpers.github_emulator_actions import zip_directory, zip_members
+from helpers.github_fixtures import emulator_env
+from helpers.history_reports import as_github_run, report_dirs
 
 from flakewarden.cli import main
 from flakewarden.history.store import HistoryStore
 
 __all__ = ["report_dirs"]  # the fixture
-
-
-def _zip(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 def test_ingest_from_github(
@@ -59,13 +49,13 @@ def test_ingest_from_github(
         emu.add_artifact(
             corrupt["id"],
             "flakewarden-tests-0-attempt-1",
-            _zip({"report.json": b'{"schema": 1, "tests": [{"id": 3}'}),  # cut short
+            zip_members({"report.json": b'{"schema": 1, "tests": [{"id": 3}'}),  # cut short
         )
         hostile = emu.add_workflow_run(created_at=1_700_000_400)
         emu.add_artifact(
             hostile["id"],
             "flakewarden-tests-0-attempt-1",
-            _zip({"../../outside/report.json": b"{}", "report.json": b"{}"}),
+            zip_members({"../../outside/report.json": b"{}", "report.json": b"{}"}),
         )
         matrix = emu.add_workflow_run(created_at=1_700_000_500)
         both = tmp_path / "matrix"

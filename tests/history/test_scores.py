@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Project, flaky_module
+from helpers.project import Project, flaky_module
+from helpers.workflow_commands import command_stream
 from history_builders import ingest, report
-from workflow_commands import command_stream
 
 from flakewarden.cli import main
 from flakewarden.history.store import HistoryStore

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from history_reports import report_dirs
+from helpers.history_reports import report_dirs
 
 from flakewarden.errors import HistoryError
 from flakewarden.history import schema

@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 import parso
 import pytest
-from conftest import PYTEST, PYTHON, Project, flaky_module
+from helpers.project import PYTEST, PYTHON, Project, flaky_module
 
 from flakewarden.inside import fork_child
 from flakewarden.inside import plugin as pytest_plugin

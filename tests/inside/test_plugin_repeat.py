@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import subprocess
 
-from conftest import PYTEST, Project
+from helpers.project import PYTEST, Project
 
 from flakewarden.runner.process import plugin_dir, plugin_env
 from flakewarden.runner.process_results import read_results

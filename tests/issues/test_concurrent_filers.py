@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from filer_race import race
+from helpers.filer_race import race
 
 # A few forced races each: the 20-trial figures come from benchmarks/bench_concurrent_filers.py.
 TRIALS = {2: 2, 3: 1, 5: 1}

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator
 
 import pytest
-from github_emulator import GitHubEmulator
-from github_fixtures import FakeSleep, checked_emulator, make_client
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import FakeSleep, make_client
 
 from flakewarden.cli import main
 from flakewarden.errors import GitHubError
@@ -18,11 +17,6 @@ from flakewarden.issues.marker import format_marker
 
 REPO = "octo-org/octo-repo"
 NOW = dt.datetime(2024, 6, 1, 12, 0, tzinfo=dt.timezone.utc)
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 def _flake(emu: GitHubEmulator, test_id: str, hits: int, last: str, **extra: object) -> int:

@@ -8,18 +8,17 @@ real time moves too, so the deadline is checked by what the client did
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from github_emulator import (
+from helpers.github_emulator import (
     UNRESOLVABLE_URL,
     Fault,
     GitHubEmulator,
     closed_port_url,
     secondary_rate_limit,
 )
-from github_fixtures import FakeClock, checked_emulator, emulator_env, flaky, write_report
+from helpers.github_fixtures import FakeClock, emulator_env, flaky, write_report
 
 from flakewarden.cli import main
 from flakewarden.errors import GitHubError
@@ -29,8 +28,11 @@ REPO = "octo-org/octo-repo"
 
 
 @pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
+def clock(emulator: GitHubEmulator, monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """A job pointed at the emulator whose client's waits are recorded on this clock."""
+    clock = FakeClock()
+    emulator_env(monkeypatch, emulator, clock=clock)
+    return clock
 
 
 def _report(tmp_path: Path, count: int) -> str:
@@ -51,13 +53,11 @@ def _one_warning(err: str) -> str:
 @pytest.mark.parametrize("flakes", [1, 6])
 def test_5xx_outage_stays_within_the_deadline_and_checks_the_label_once(
     emulator: GitHubEmulator,
+    clock: FakeClock,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     flakes: int,
 ) -> None:
-    clock = FakeClock()
-    emulator_env(monkeypatch, emulator, clock=clock)
     emulator.faults.append(Fault(503, times=10_000))
     assert _issues(_report(tmp_path, flakes)) == 0
     out, err = capsys.readouterr()
@@ -71,12 +71,10 @@ def test_5xx_outage_stays_within_the_deadline_and_checks_the_label_once(
 
 def test_label_check_that_fails_is_not_repeated_per_test(
     emulator: GitHubEmulator,
+    clock: FakeClock,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    clock = FakeClock()
-    emulator_env(monkeypatch, emulator, clock=clock)
     emulator.faults.append(Fault(500, path="/labels", times=10_000))
     assert _issues(_report(tmp_path, 3)) == 0
     _, err = capsys.readouterr()
@@ -88,13 +86,11 @@ def test_label_check_that_fails_is_not_repeated_per_test(
 @pytest.mark.parametrize("flakes", [1, 6])
 def test_retry_after_longer_than_the_deadline_is_not_waited_for(
     emulator: GitHubEmulator,
+    clock: FakeClock,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     flakes: int,
 ) -> None:
-    clock = FakeClock()
-    emulator_env(monkeypatch, emulator, clock=clock)
     emulator.faults.append(secondary_rate_limit(retry_after=900, times=10_000))
     assert _issues(_report(tmp_path, flakes)) == 0
     _, err = capsys.readouterr()
@@ -105,12 +101,10 @@ def test_retry_after_longer_than_the_deadline_is_not_waited_for(
 
 def test_hung_api_costs_one_request_within_the_deadline(
     emulator: GitHubEmulator,
+    clock: FakeClock,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    clock = FakeClock()
-    emulator_env(monkeypatch, emulator, clock=clock)
     emulator.faults.append(Fault(hang=True, times=10_000))
     assert _issues(_report(tmp_path, 6), "--deadline", "1.5") == 0
     _, err = capsys.readouterr()
@@ -121,12 +115,10 @@ def test_hung_api_costs_one_request_within_the_deadline(
 
 def test_deadline_comes_from_the_config_file(
     emulator: GitHubEmulator,
+    clock: FakeClock,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    clock = FakeClock()
-    emulator_env(monkeypatch, emulator, clock=clock)
     config = tmp_path / "flakewarden.yml"
     config.write_text("issues_deadline: 5\n", encoding="utf-8")
     emulator.faults.append(Fault(502, times=10_000))
@@ -139,13 +131,12 @@ def test_deadline_comes_from_the_config_file(
 @pytest.mark.parametrize("where", ["refused", "dns"])
 def test_unreachable_api_is_not_retried(
     emulator: GitHubEmulator,
+    clock: FakeClock,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     where: str,
 ) -> None:
-    clock = FakeClock()
-    emulator_env(monkeypatch, emulator, clock=clock)
     url = closed_port_url() if where == "refused" else UNRESOLVABLE_URL
     monkeypatch.setenv("GITHUB_API_URL", url)
     assert _issues(_report(tmp_path, 6)) == 0
@@ -159,10 +150,8 @@ def test_unreachable_api_is_not_retried(
 
 @pytest.mark.parametrize("fault", ["hang", "5xx", "retry-after", "refused"])
 def test_reading_the_quarantined_set_gives_up_at_its_deadline(
-    emulator: GitHubEmulator, monkeypatch: pytest.MonkeyPatch, fault: str
+    emulator: GitHubEmulator, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, fault: str
 ) -> None:
-    clock = FakeClock()
-    emulator_env(monkeypatch, emulator, clock=clock)
     if fault == "hang":
         emulator.faults.append(Fault(hang=True, times=100))
     elif fault == "5xx":

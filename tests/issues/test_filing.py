@@ -5,22 +5,18 @@ from __future__ import annotations
 import datetime as dt
 import re
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from github_emulator import Fault, GitHubEmulator, LoggedRequest
-from github_fixtures import (
+from helpers.github_emulator import Fault, GitHubEmulator, LoggedRequest
+from helpers.github_fixtures import (
     FakeSleep,
-    checked_emulator,
+    emulator_env,
     flaky,
     make_client,
     passed,
     write_report,
-)
-from github_fixtures import (
-    emulator_env as _env,
 )
 
 from flakewarden.cli import main
@@ -40,11 +36,6 @@ REPO = "octo-org/octo-repo"
 T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
 T1 = dt.datetime(2024, 5, 8, 9, 30, tzinfo=dt.timezone.utc)
 CTX = RunContext(REPO, "https://github.com", "4242", "1", "0123456789abcdef0123", "main")
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 def _file(
@@ -356,7 +347,7 @@ def test_issues_command_files_and_reports(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     code = main(["issues", "--report-dir", str(_report(tmp_path))])
     out, err = capsys.readouterr()
     assert code == 0 and err == ""
@@ -372,7 +363,7 @@ def test_bad_token_warns_once_and_keeps_exit_code_zero(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator, token="ghp_wrongTOKENvalue999")
+    emulator_env(monkeypatch, emulator, token="ghp_wrongTOKENvalue999")
     code = main(["issues", "--report-dir", str(_report(tmp_path))])
     out, err = capsys.readouterr()
     assert code == 0
@@ -388,7 +379,7 @@ def test_no_token_warns_what_to_set_without_any_request(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)  # an API that would answer, so a request would be seen
+    emulator_env(monkeypatch, emulator)  # an API that would answer, so a request would be seen
     monkeypatch.delenv("GITHUB_TOKEN")
     code = main(["issues", "--report-dir", str(_report(tmp_path))])
     out, err = capsys.readouterr()
@@ -400,7 +391,7 @@ def test_no_token_warns_what_to_set_without_any_request(
 def test_on_actions_the_warning_is_an_annotation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _env(monkeypatch, None)
+    emulator_env(monkeypatch, None)
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     assert main(["issues", "--report-dir", str(_report(tmp_path))]) == 0
     out, err = capsys.readouterr()
@@ -410,7 +401,7 @@ def test_on_actions_the_warning_is_an_annotation(
 def test_no_flaky_tests_needs_no_token(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _env(monkeypatch, None)
+    emulator_env(monkeypatch, None)
     report = write_report(tmp_path / "rep", [passed("a::ok")])
     assert main(["issues", "--report-dir", str(report)]) == 0
     out, err = capsys.readouterr()
@@ -420,7 +411,7 @@ def test_no_flaky_tests_needs_no_token(
 def test_missing_report_is_an_error_not_a_silent_pass(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _env(monkeypatch, None)
+    emulator_env(monkeypatch, None)
     assert main(["issues", "--report-dir", str(tmp_path / "nowhere")]) == 3
     assert "report.json not found: run flakewarden run first" in capsys.readouterr().err
 

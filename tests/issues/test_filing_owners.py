@@ -4,13 +4,12 @@ it; nobody's test is labelled for triage. Real ``flakewarden issues`` runs, emul
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from github_emulator import GitHubEmulator
-from github_fixtures import checked_emulator, emulator_env, flaky, write_report
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import emulator_env, flaky, write_report
 
 from flakewarden.cli import main
 from flakewarden.issues.marker import read_marker
@@ -21,11 +20,6 @@ CODEOWNERS = """\
 /tests/cache/         @alice @acme/cache-team   # the cache's tests
 /tests/legacy/
 """
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 def _checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str = "") -> Path:

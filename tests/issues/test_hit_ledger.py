@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from github_emulator import GitHubEmulator
-from github_fixtures import flaky, make_client
-from github_fixtures import write_report as write_report
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import flaky, make_client
+from helpers.github_fixtures import write_report as write_report
 
 from flakewarden.issues.filing import file_flakes
 from flakewarden.issues.hit_ledger import (

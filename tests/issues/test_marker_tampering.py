@@ -7,13 +7,12 @@ loopback emulator with such an issue and runs the real commands against it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from github_emulator import GitHubEmulator
-from github_fixtures import checked_emulator, emulator_env, flaky, write_report
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import emulator_env, flaky, write_report
 
 from flakewarden.cli import main
 from flakewarden.github.api import BODY_LIMIT
@@ -33,11 +32,6 @@ BAD_HITS = {
     "huge": "9" * 5000,
     "bool": "true",
 }
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 def _raw_marker(test_id: str, hits: str) -> str:

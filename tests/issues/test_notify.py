@@ -9,13 +9,12 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from github_emulator import GitHubEmulator
-from github_fixtures import checked_emulator, emulator_env, flaky, write_report
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import emulator_env, flaky, write_report
 
 from flakewarden.cli import main
 from flakewarden.issues import notify
@@ -65,11 +64,6 @@ class Receiver:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 def _issues(tmp_path: Path, *test_ids: str, deadline: str = "30") -> int:

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from github_emulator import Fault, GitHubEmulator, LoggedRequest
-from github_fixtures import checked_emulator, emulator_env, flaky, passed, write_report
+from helpers.github_emulator import Fault, GitHubEmulator, LoggedRequest
+from helpers.github_fixtures import emulator_env, flaky, passed, write_report
 
 from flakewarden.cli import main
 from flakewarden.issues.pr_comment import marker_line, name_of
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 def _pull_request(emu: GitHubEmulator) -> int:

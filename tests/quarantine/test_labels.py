@@ -5,26 +5,22 @@ from __future__ import annotations
 import datetime as dt
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Project
-from github_emulator import Fault, GitHubEmulator
-from github_fixtures import (
-    checked_emulator,
+from helpers.github_emulator import Fault, GitHubEmulator
+from helpers.github_fixtures import (
+    emulator_env,
     flaky,
     passed,
     seed_issue,
     write_report,
 )
-from github_fixtures import (
-    emulator_env as _env,
-)
-from github_fixtures import issue_comments as _comments
-from github_fixtures import issue_labels as _labels
-from github_fixtures import issue_marker as _marker
+from helpers.github_fixtures import issue_comments as _comments
+from helpers.github_fixtures import issue_labels as _labels
+from helpers.github_fixtures import issue_marker as _marker
+from helpers.project import Project
 
 from flakewarden.cli import main
 from flakewarden.issues.hit_ledger import record_keys
@@ -38,11 +34,6 @@ from flakewarden.reports.junit_read import iter_junit_cases
 
 TEST = "tests/test_cache.py::test_fill"
 NOW = dt.datetime.now(dt.timezone.utc)
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 @pytest.fixture
@@ -151,7 +142,7 @@ def test_each_unmet_condition_refuses(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     changes, expected = REFUSALS[case]
     marker = {k: v for k, v in _good(**changes).items() if v is not None}
     number = _seed(emulator, **marker)
@@ -176,7 +167,7 @@ def test_every_unmet_condition_is_listed_at_once(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     number = _seed(
         emulator,
         **_good(hits=1, verdict="seed-dependent", verdict_at=iso(NOW - dt.timedelta(days=40))),
@@ -199,7 +190,7 @@ def test_relaxing_the_verdict_never_admits_a_race(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     number = _seed(emulator, **_good(verdict="race"))
     config = _config(cwd, "quarantine_policy:\n  require_stress_verdict: false\n")
     assert main(["quarantine", TEST, "--config", config]) == 1
@@ -217,7 +208,7 @@ def test_missing_flake_issue_is_one_clear_line(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     assert main(["quarantine", "tests/x.py::nope", "--config", _config(cwd)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no flake issue for tests/x.py::nope" in err
@@ -241,7 +232,7 @@ def test_config_errors_exit_4_before_any_request(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     args = [command, TEST] if command == "quarantine" else [command]
     assert main([*args, "--config", _config(cwd, text)]) == 4
     err = capsys.readouterr().err
@@ -258,7 +249,7 @@ def test_accepted_quarantine_labels_comments_and_records(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     number = _seed(emulator, **_good(runs=9, failures=9, escalated_at="2024-01-01T00:00:00Z"))
     _race_file(cwd, "tests/other.py::test_race")
     assert main(["quarantine", TEST, "--config", _config(cwd), "--reason", "@team it blocks"]) == 0
@@ -287,7 +278,7 @@ def test_accepted_quarantine_labels_comments_and_records(
 def test_without_required_verdict_enough_hits_suffice(
     emulator: GitHubEmulator, cwd: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     number = _seed(emulator, hits=5)
     config = _config(cwd, "quarantine_policy:\n  require_stress_verdict: false\n")
     assert main(["quarantine", TEST, "--config", config]) == 0
@@ -301,7 +292,7 @@ def test_release_removes_the_labels_with_a_comment(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     number = _seed(
         emulator,
         labels=(LABEL, QUARANTINED, ESCALATED, "area/cache"),
@@ -346,7 +337,7 @@ def test_release_is_proposed_by_hysteresis_once(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     low = _quarantined(emulator, "t.py::low", "p" * 59 + "f", assignees=("alice", "bob"))
     unowned = _quarantined(emulator, "t.py::unowned", "p" * 50)
     few = _quarantined(emulator, "t.py::few", "p" * 49)  # below min_runs_to_release
@@ -373,7 +364,7 @@ def test_release_is_proposed_by_hysteresis_once(
 def test_proposal_is_withdrawn_only_above_the_entry_rate(
     emulator: GitHubEmulator, cwd: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     between = _quarantined(emulator, "t.py::between", "p" * 45 + "f" * 5, release_proposed_at="x")
     above = _quarantined(emulator, "t.py::above", "p" * 40 + "f" * 10, release_proposed_at="x")
     assert main(["reevaluate", "--config", _config(cwd)]) == 0
@@ -386,7 +377,7 @@ def test_proposal_is_withdrawn_only_above_the_entry_rate(
 def test_old_quarantine_escalates_once(
     emulator: GitHubEmulator, cwd: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     old = _quarantined(emulator, "t.py::old", "pf" * 10, days=31, assignees=("carol",))
     young = _quarantined(emulator, "t.py::young", "pf" * 10, days=29)
     config = _config(cwd)
@@ -404,7 +395,7 @@ def test_old_quarantine_escalates_once(
 def test_hand_labelled_quarantine_starts_its_clock(
     emulator: GitHubEmulator, cwd: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     number = _seed(emulator, labels=(LABEL, QUARANTINED))
     assert main(["reevaluate", "--config", _config(cwd)]) == 0
     assert _marker(emulator, number)["quarantined_at"][:10] == iso(NOW)[:10]
@@ -428,7 +419,7 @@ def test_issues_counts_quarantined_runs_passes_included(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     ok = _quarantined(emulator, "t.py::ok", "f")
     bad = _quarantined(emulator, "t.py::bad", "")
     flaked = _quarantined(emulator, "t.py::flaked", "p" * 200)
@@ -467,7 +458,7 @@ def test_issues_counts_quarantined_runs_passes_included(
 def test_issues_counts_even_without_flaky_tests(
     emulator: GitHubEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _env(monkeypatch, emulator)
+    emulator_env(monkeypatch, emulator)
     number = _quarantined(emulator, "t.py::ok", "")
     report = write_report(tmp_path / "rep", [passed("t.py::ok")])
     assert main(["issues", "--report-dir", str(report)]) == 0

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from github_emulator import GitHubEmulator
+from helpers.github_emulator import GitHubEmulator
 
 from flakewarden.issues.marker import format_marker
 

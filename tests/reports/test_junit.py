@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
+from helpers.report_builders import run_report
 from junit_checks import assert_schema_valid, junitparser_outcomes
 from junitparser import xunit2
 
@@ -69,12 +70,9 @@ def result(
 
 
 def report(*tests: TestResult, duration: float = 12.5) -> RunReport:
-    return RunReport(
-        command=["python", "-m", "pytest"],
+    return run_report(
+        tests,
         rootdir="/project",
-        tests=list(tests),
-        attempts=[],
-        order=[t.id for t in tests],
         exit_code=1,
         started_at="2024-05-01T10:00:00+00:00",
         finished_at="2024-05-01T10:00:12+00:00",

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BUMP_BY_NAME, PYTEST, PYTHON, Project, clean_env
+from helpers.hermetic import clean_env
+from helpers.project import BUMP_BY_NAME, PYTEST, PYTHON, Project
 from junit_checks import assert_schema_valid, junitparser_outcomes
 
 from flakewarden.reports.junit_read import iter_junit_cases
@@ -324,7 +325,7 @@ def test_the_evaluation_script_counts_a_folder(project: Project) -> None:
 def test_issues_and_the_history_work_from_a_junit_report(
     project: Project, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from github_fixtures import checked_emulator, emulator_env
+    from helpers.github_fixtures import checked_emulator, emulator_env
 
     from flakewarden.cli import main
     from flakewarden.issues.marker import read_marker

@@ -7,7 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PYTHON
+from helpers.project import PYTHON
+from helpers.report_builders import run_report
 
 from flakewarden.errors import ReportError, ReportMissing
 from flakewarden.model import Outcome, RunReport, TestResult
@@ -56,23 +57,11 @@ def test_commands_reading_a_malformed_report(
 
 
 def test_report_json_round_trips_and_is_one_test_per_line() -> None:
-    report = RunReport(
-        command=["python", "-m", "pytest"],
-        rootdir="/r",
-        tests=[
-            TestResult(
-                id=f"t.py::test_{n}", file="t.py", line=n, outcome=Outcome.PASSED, attempts=[]
-            )
-            for n in range(3)
-        ],
-        attempts=[],
-        order=["t.py::test_0"],
-        exit_code=0,
-        started_at="2026-01-01T00:00:00+00:00",
-        finished_at="2026-01-01T00:00:01+00:00",
-        duration=1.0,
-        version="0",
-    )
+    tests = [
+        TestResult(id=f"t.py::test_{n}", file="t.py", line=n, outcome=Outcome.PASSED, attempts=[])
+        for n in range(3)
+    ]
+    report = run_report(tests, order=["t.py::test_0"], version="0")
     text = report_json(report.to_json())
     assert json.loads(text) == report.to_json()
     test_lines = [line for line in text.splitlines() if line.strip().startswith('{"id"')]
@@ -80,19 +69,7 @@ def test_report_json_round_trips_and_is_one_test_per_line() -> None:
 
 
 def _plain(**fields: object) -> RunReport:
-    return RunReport(
-        command=["pytest"],
-        rootdir="/r",
-        tests=[],
-        attempts=[],
-        order=[],
-        exit_code=0,
-        started_at="2026-01-01T00:00:00+00:00",
-        finished_at="2026-01-01T00:00:01+00:00",
-        duration=1.0,
-        version="0",
-        **fields,  # type: ignore[arg-type]
-    )
+    return run_report(command=["pytest"], version="0", **fields)
 
 
 def test_the_evidence_key_names_the_run_that_produced_a_result() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from report_builders import result
+from helpers.report_builders import result, run_report
 
 from flakewarden.model import Attempt, CoverageSummary, Outcome, RunReport, Subtest, TestResult
 from flakewarden.reports.summary import SUMMARY_LIMIT, escape_markdown, render_summary
@@ -14,17 +14,13 @@ MIB = 1024 * 1024
 
 
 def report(tests: list[TestResult], *, exit_code: int = 0, **extra: object) -> RunReport:
-    rep = RunReport(
-        command=["python", "-m", "pytest"],
+    rep = run_report(
+        tests,
         rootdir="/ws",
-        tests=tests,
         attempts=[Attempt(1, ["python", "-m", "pytest"], "initial")],
-        order=[t.id for t in tests],
         exit_code=exit_code,
         started_at="",
         finished_at="",
-        duration=1.0,
-        version="0.1.0",
     )
     for key, value in extra.items():
         setattr(rep, key, value)

@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PYTEST, Project
-from workflow_commands import parse_commands
+from helpers.project import PYTEST, Project
+from helpers.workflow_commands import parse_commands
 
 from flakewarden.runner.process_results import RecordReader, read_results
 from flakewarden.runner.summary_counts import SummaryCounts, recorded_counts

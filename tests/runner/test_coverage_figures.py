@@ -10,10 +10,10 @@ from pathlib import Path
 
 import coverage.results
 import pytest
-from report_builders import result
-from workflow_commands import read_output_file
+from helpers.report_builders import result, run_report
+from helpers.workflow_commands import read_output_file
 
-from flakewarden.model import CoverageSummary, Outcome, RunReport
+from flakewarden.model import CoverageSummary, Outcome
 from flakewarden.model.coverage_figures import display_percent, fails_under
 from flakewarden.reports.report_json import read_report, write_reports
 
@@ -58,18 +58,8 @@ def test_report_json_keeps_the_exact_total_and_its_precision() -> None:
 
 def old_report_json(tmp_path: Path) -> Path:
     """A report.json as schema 1 was written before the precision was kept."""
-    rep = RunReport(
-        command=["pytest"],
-        rootdir=str(tmp_path),
-        tests=[result("t.py::ok", Outcome.PASSED, failures=0, runs=1)],
-        attempts=[],
-        order=["t.py::ok"],
-        exit_code=0,
-        started_at="2026-01-01T00:00:00+00:00",
-        finished_at="2026-01-01T00:00:01+00:00",
-        duration=1.0,
-        version="0.1.0",
-    )
+    ok = result("t.py::ok", Outcome.PASSED, failures=0, runs=1)
+    rep = run_report([ok], command=["pytest"], rootdir=str(tmp_path))
     report_dir = tmp_path / "report"
     write_reports(rep, report_dir)
     path = report_dir / "report.json"

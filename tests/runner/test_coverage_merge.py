@@ -20,6 +20,8 @@ from typing import Any, NamedTuple, Optional
 import coverage
 import coverage.files
 import pytest
+from helpers.project import ISOLATED_INI
+from helpers.project import make_project as write_project
 
 from flakewarden.runner.coverage_merge import attempt_env, find_data_files, is_injected, merge
 
@@ -71,15 +73,14 @@ source =
 
 
 def make_project(root: Path, run_extra: str = "") -> Path:
-    (root / "pkg").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "mod.py").write_text(MODULE)
-    (root / "pkg" / "ignored.py").write_text("def unused():\n    return 1\n")
-    (root / "tests" / "test_mod.py").write_text(TESTS)
-    (root / "pytest.ini").write_text("[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n")
-    (root / ".coveragerc").write_text(COVERAGERC.format(run_extra=run_extra))
-    return root
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/mod.py": MODULE,
+        "pkg/ignored.py": "def unused():\n    return 1\n",
+        "tests/test_mod.py": TESTS,
+        ".coveragerc": COVERAGERC.format(run_extra=run_extra),
+    }
+    return write_project(root, files, ini=ISOLATED_INI, verbatim=True)
 
 
 def clean_env(extra: dict[str, str]) -> dict[str, str]:

@@ -15,11 +15,11 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
 import pytest
+from helpers.project import make_project as write_project
 from test_run import COVERED_PACKAGE
 
 from flakewarden.inside import plugin as pytest_plugin
@@ -90,11 +90,7 @@ def make_project(root: Path, shape: Shape) -> Path:
         "tests/test_flaky.py": FLAKY,
         **shape.files,
     }
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return root
+    return write_project(root, files, ini=None)
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
-from conftest import PYTEST, Project, Result
+from helpers.project import PYTEST, Project, Result
 
 from flakewarden.reports.junit import split_node_id
 from flakewarden.reports.summary import escape_markdown

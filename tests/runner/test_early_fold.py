@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import Project, flaky_module
+from helpers.project import Project, flaky_module
 
 MIXED = """
 import sys

@@ -4,14 +4,13 @@ recorded for that test and attempt and shown as ``passed (retried inside: ...)``
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTEST, Project, Result
-from github_emulator import GitHubEmulator
-from github_fixtures import checked_emulator, emulator_env
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import emulator_env
+from helpers.project import PYTEST, Project, Result
 
 from flakewarden.cli import main
 from flakewarden.issues.marker import read_marker
@@ -167,11 +166,6 @@ def test_retries_cross_from_xdist_workers(project: Project) -> None:
     assert result.test(f"{TID}in_a_thread")["outcome"] == "passed"
     assert len(result.test(f"{TID}in_a_thread")["attempts"][0]["retries"]) == 1
     assert "retried_inside" not in result.test(f"{TID}never_retried")
-
-
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
 
 
 def _file_issues(project: Project, config: str) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import Project
+from helpers.project import Project
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaper: Linux")
 

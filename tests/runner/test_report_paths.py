@@ -17,7 +17,7 @@ from typing import Any
 # rather than skip the tests.
 import pytest_rerunfailures  # noqa: F401
 import pytest_timeout  # noqa: F401
-from conftest import FLAKY_TEMPLATE, PYTEST, Project, Result
+from helpers.project import FLAKY_TEMPLATE, PYTEST, Project, Result
 
 SUMMARY = re.compile(r"^=+ (.*) in [\d.]+s(?: \(.*\))? =+$", re.MULTILINE)
 

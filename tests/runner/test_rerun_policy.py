@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import BUMP_BY_NAME, PYTEST, Project
+from helpers.project import BUMP_BY_NAME, PYTEST, Project
 
 from flakewarden.config import load
 from flakewarden.errors import ConfigError

@@ -13,8 +13,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import PYTEST, PYTHON, Project, flaky_module
-from workflow_commands import parse_commands, read_output_file
+from helpers.project import ISOLATED_INI, PYTEST, PYTHON, Project, flaky_module, make_project
+from helpers.workflow_commands import parse_commands, read_output_file
 
 
 def test_flaky_test_is_rerun_alone_and_reported(project: Project) -> None:
@@ -720,11 +720,11 @@ def test_bad_option_values_are_usage_errors(
 @pytest.mark.parametrize("xdist", [False, True])
 def test_a_pytest_run_inside_a_test_is_not_recorded(project: Project, xdist: bool) -> None:
     """Plugin suites run pytest in a subprocess; that inner session is not ours."""
-    inner = project.root.parent / f"inner-{xdist}"
-    inner.mkdir()
-    (inner / "pytest.ini").write_text("[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n")
-    (inner / "test_inner.py").write_text(
+    inner_tests = (
         "def test_inner_fails():\n    assert False\n\ndef test_inner_passes():\n    pass\n"
+    )
+    inner = make_project(
+        project.root.parent / f"inner-{xdist}", {"test_inner.py": inner_tests}, ini=ISOLATED_INI
     )
     project.write(
         "tests/test_outer.py",

@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import PYTEST, Project, flaky_module
+from helpers.project import PYTEST, Project, flaky_module
 
 from flakewarden.history.store import HistoryStore
 from flakewarden.inside.plugin import shard_of

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import Project, flaky_module
-from hermetic import clean_env
-from workflow_commands import parse_commands
+from helpers.hermetic import clean_env
+from helpers.project import Project, flaky_module
+from helpers.workflow_commands import parse_commands
 
 from flakewarden.inside.plugin import shard_of
 

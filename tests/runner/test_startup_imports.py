@@ -8,7 +8,7 @@ was spawned, and which at the end.
 
 from __future__ import annotations
 
-from conftest import Project
+from helpers.project import Project
 
 DRIVER = """
 import json, subprocess, sys

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FLAKY_TEMPLATE, PYTEST, Project
+from helpers.project import FLAKY_TEMPLATE, PYTEST, Project
 
 from flakewarden.reports.annotations import plan_annotations
 from flakewarden.reports.junit import CHILD_ORDER, split_node_id

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import Project
+from helpers.project import Project
 
 
 def test_timings_record_splits_a_rerun_run_and_stays_out_of_the_tests(

@@ -8,90 +8,18 @@ on a loaded two-core machine; no assertion is about time.
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import subprocess
 import sys
-import tempfile
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from helpers.project import make_project
+from helpers.stress_runs import PYTEST, arm, stress, write_order_report
 
-from flakewarden.model import RunReport
 from flakewarden.stress.verdict import Arm, Verdict, read_verdict
 from flakewarden.stress.verdict_merge import merge_verdicts
 from flakewarden.stress.verdict_render import write_verdict
-
-PYTEST = [sys.executable, "-m", "pytest", "-p", "no:randomly"]
-
-
-@pytest.fixture
-def one_stress_at_a_time() -> Iterator[None]:
-    """Serialise the corpus's stress runs, also across pytest-xdist workers.
-
-    Each stress run loads the machine on purpose (CPU burners); several at once
-    would be each other's ambient load and blur the timing evidence of all. A test whose
-    evidence is order, seeds or state (never timing) does without it and runs in the
-    parallel part of the suite.
-    """
-    path = os.path.join(tempfile.gettempdir(), "flakewarden-stress-corpus.lock")
-    with open(path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def make_project(root: Path, files: dict[str, str]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
-    return root
-
-
-def stress(
-    project: Path, test_id: str, *options: str, command: list[str] = PYTEST
-) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    result = subprocess.run(
-        [sys.executable, "-m", "flakewarden", "stress", test_id, *options, "--", *command],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    path = project / "flakewarden-stress" / "verdict.json"
-    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    return result, data
-
-
-def write_order_report(project: Path, order: list[str]) -> None:
-    """A ``report.json`` of a run that ran ``order``, for ``--order-from``."""
-    report = RunReport(
-        command=PYTEST,
-        rootdir=str(project),
-        tests=[],
-        attempts=[],
-        order=order,
-        exit_code=1,
-        started_at="2026-01-01T00:00:00+00:00",
-        finished_at="2026-01-01T00:00:01+00:00",
-        duration=1.0,
-        version="0.1.0",
-    )
-    (project / "report.json").write_text(json.dumps(report.to_json()), encoding="utf-8")
-
-
-def arm(data: dict[str, Any], phase: str, knob: str) -> dict[str, Any]:
-    return next(a for a in data["arms"] if a["phase"] == phase and a["knob"] == knob)
-
 
 RACE_FILES = {
     "registry.py": '''
@@ -615,7 +543,7 @@ def test_merge_keeps_a_deterministic_shard(tmp_path: Path) -> None:
 
 
 def test_comment_records_the_verdict_on_the_flake_issue(tmp_path: Path) -> None:
-    from github_emulator import GitHubEmulator
+    from helpers.github_emulator import GitHubEmulator
 
     from flakewarden.issues.marker import format_marker, read_marker
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_stress import PYTEST, arm, make_project, stress
+from helpers.project import make_project
+from helpers.stress_runs import PYTEST, arm, stress
 
 # The evidence here is which tests ran before which, never timing: these stress runs need
 # no machine to themselves and run in the parallel part of the suite.

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from helpers.project import make_project
+
 from flakewarden.runner.process import plugin_dir
 from flakewarden.stress.engine import TIMING, StressOptions, run_phases
 from flakewarden.stress.runs import Job, JobResult, StressProcesses
@@ -37,10 +39,7 @@ class SteppedClock(StressProcesses):
 
 
 def test_a_round_that_would_end_past_the_budget_is_not_started(tmp_path: Path) -> None:
-    project = tmp_path / "proj"
-    project.mkdir()
-    (project / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    (project / "test_ok.py").write_text("def test_ok():\n    pass\n", encoding="utf-8")
+    project = make_project(tmp_path / "proj", {"test_ok.py": "def test_ok():\n    pass\n"})
     options = StressOptions(
         test_id="test_ok.py::test_ok",
         command=[sys.executable, "-m", "pytest", "-p", "no:randomly"],

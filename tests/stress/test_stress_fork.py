@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+from helpers.project import make_project
 
 from flakewarden.runner.process import FORK_SERVER_FILE, plugin_dir, plugin_env
 from flakewarden.runner.pytest_args import PytestCommand
@@ -40,14 +41,6 @@ def _base_env(**extra: str) -> dict[str, str]:
     env.pop(FORK_ENV, None)
     env.update(extra)
     return env
-
-
-def _project(root: Path, files: dict[str, str]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    for name, source in files.items():
-        (root / name).write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
-    return root
 
 
 @pytest.fixture
@@ -149,7 +142,7 @@ PASSES_AND_FAILS = """
 
 
 def test_a_forked_run_records_like_a_spawned_one(tmp_path: Path, plugin: Path) -> None:
-    project = _project(tmp_path / "proj", {"test_it.py": PASSES_AND_FAILS})
+    project = make_project(tmp_path / "proj", {"test_it.py": PASSES_AND_FAILS})
     runs = {}
     for test, code in (("test_it.py::test_passes", 0), ("test_it.py::test_fails", 1)):
         spawned = _specs(project, plugin, f"spawn-{code}", 1, test=test)
@@ -190,7 +183,7 @@ CRASHES = """
 
 
 def test_a_crashing_child_ends_as_a_spawned_one_does(tmp_path: Path, plugin: Path) -> None:
-    project = _project(tmp_path / "proj", {"test_it.py": CRASHES})
+    project = make_project(tmp_path / "proj", {"test_it.py": CRASHES})
     for name, code in (("abort", -signal.SIGABRT), ("sigkill", -signal.SIGKILL), ("exit_7", 7)):
         test = f"test_it.py::test_{name}"
         spawned = _specs(project, plugin, f"spawn-{name}", 1, test=test)
@@ -229,7 +222,7 @@ LEAVES_THINGS = """
 def test_a_hanging_child_is_killed_at_its_timeout_with_its_group(
     tmp_path: Path, plugin: Path
 ) -> None:
-    project = _project(tmp_path / "proj", {"test_it.py": LEAVES_THINGS})
+    project = make_project(tmp_path / "proj", {"test_it.py": LEAVES_THINGS})
     pids = tmp_path / "pids"
     base = _base_env(PIDS=str(pids))
     specs = _specs(project, plugin, "fork", 1, test="test_it.py::test_hangs", base=base)
@@ -246,7 +239,7 @@ def test_a_hanging_child_is_killed_at_its_timeout_with_its_group(
 
 
 def test_what_a_child_leaves_running_ends_with_it(tmp_path: Path, plugin: Path) -> None:
-    project = _project(tmp_path / "proj", {"test_it.py": LEAVES_THINGS})
+    project = make_project(tmp_path / "proj", {"test_it.py": LEAVES_THINGS})
     pids = tmp_path / "pids"
     test = "test_it.py::test_leaves_a_thread_and_a_process"
     specs = _specs(project, plugin, "fork", 1, test=test, base=_base_env(PIDS=str(pids)))
@@ -288,7 +281,7 @@ def _seen(out: Path) -> list[tuple[int, int, str]]:
 
 def test_each_forked_child_imports_the_tests_afresh(tmp_path: Path, plugin: Path) -> None:
     files = {"test_it.py": FRESH_STATE, "helper.py": "CALLS = []\n"}
-    project = _project(tmp_path / "proj", files)
+    project = make_project(tmp_path / "proj", files)
     out = tmp_path / "out"
     out.mkdir()
     specs = _specs(project, plugin, "fork", 6, base=_base_env(OUT=str(out)))
@@ -308,7 +301,7 @@ def test_a_server_is_replaced_after_its_forks_so_hash_seeds_vary(
     tmp_path: Path, plugin: Path
 ) -> None:
     files = {"test_it.py": FRESH_STATE, "helper.py": "CALLS = []\n"}
-    project = _project(tmp_path / "proj", files)
+    project = make_project(tmp_path / "proj", files)
     out = tmp_path / "out"
     out.mkdir()
     base = _base_env(OUT=str(out))
@@ -362,7 +355,7 @@ if __name__ == "__main__":
 def test_a_child_sees_the_process_a_spawned_run_sees(
     tmp_path: Path, plugin: Path, way: str
 ) -> None:
-    project = _project(tmp_path / "proj", {"test_it.py": SEES})
+    project = make_project(tmp_path / "proj", {"test_it.py": SEES})
     prefix = list(PREFIX)
     if way == "script":
         script = tmp_path / "bin" / "pytest"
@@ -394,7 +387,7 @@ def test_a_child_sees_the_process_a_spawned_run_sees(
 
 
 def test_warnings_as_errors_see_no_warning_from_the_server(tmp_path: Path, plugin: Path) -> None:
-    project = _project(tmp_path / "proj", {"test_it.py": PASSES_AND_FAILS})
+    project = make_project(tmp_path / "proj", {"test_it.py": PASSES_AND_FAILS})
     (project / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n", encoding="utf-8")
     specs = _specs(project, plugin, "fork", 1, test="test_it.py::test_passes")
     with _server(project, plugin, specs[0]) as server:
@@ -421,7 +414,7 @@ KILLS_ITS_SERVER = """
 
 
 def test_a_run_whose_server_dies_is_spawned_anew(tmp_path: Path, plugin: Path) -> None:
-    project = _project(tmp_path / "proj", {"test_it.py": KILLS_ITS_SERVER})
+    project = make_project(tmp_path / "proj", {"test_it.py": KILLS_ITS_SERVER})
     specs = _specs(project, plugin, "fork", 2)
     throttle = Recording()
     with _server(project, plugin, specs[0]) as server:
@@ -459,7 +452,7 @@ with ForkServer(target, plugin / FORK_SERVER_FILE, project, specs[0].env) as ser
 
 
 def test_ctrl_c_kills_a_forked_child(tmp_path: Path, plugin: Path) -> None:
-    project = _project(tmp_path / "proj", {"test_it.py": HANGS})
+    project = make_project(tmp_path / "proj", {"test_it.py": HANGS})
     pids = tmp_path / "pids"
     env = {**_base_env(PIDS=str(pids)), "PYTHONPATH": os.pathsep.join(sys.path)}
     here = str(Path(__file__).parent)
@@ -493,7 +486,7 @@ def test_a_thread_at_start_up_falls_back_to_spawning(tmp_path: Path, plugin: Pat
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(textwrap.dedent(THREAD_AT_IMPORT), encoding="utf-8")
-    project = _project(tmp_path / "proj", {"test_it.py": PASSES_AND_FAILS})
+    project = make_project(tmp_path / "proj", {"test_it.py": PASSES_AND_FAILS})
     base = _base_env(PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
     specs = _specs(project, plugin, "run", 3, test="test_it.py::test_passes", base=base)
     with Launcher() as launch:
@@ -521,7 +514,7 @@ def test_a_plugin_that_starts_a_thread_is_left_to_the_children(
         "[pytest11]\nfw_thread = fw_thread_plugin\n", encoding="utf-8"
     )
     (site / "fw_thread_plugin.py").write_text(textwrap.dedent(THREAD_AT_IMPORT), encoding="utf-8")
-    project = _project(tmp_path / "proj", {"test_it.py": PASSES_AND_FAILS})
+    project = make_project(tmp_path / "proj", {"test_it.py": PASSES_AND_FAILS})
     base = _base_env(PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
     specs = _specs(project, plugin, "run", 2, test="test_it.py::test_passes", base=base)
     with Launcher() as launch:
@@ -538,7 +531,7 @@ def test_the_switch_forces_spawning(
     tmp_path: Path, plugin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(FORK_ENV, "0")
-    project = _project(tmp_path / "proj", {"test_it.py": PASSES_AND_FAILS})
+    project = make_project(tmp_path / "proj", {"test_it.py": PASSES_AND_FAILS})
     specs = _specs(project, plugin, "run", 1, test="test_it.py::test_passes")
     with Launcher() as launch:
         assert launch.server_for(PytestCommand(list(PREFIX), []), plugin, project, {}) is None
@@ -567,7 +560,7 @@ def test_only_commands_that_start_pytest_directly_are_forked(tmp_path: Path) -> 
 
 
 def test_a_runner_forks_its_processes_after_the_probe(tmp_path: Path) -> None:
-    project = _project(tmp_path / "proj", {"test_it.py": PASSES_AND_FAILS})
+    project = make_project(tmp_path / "proj", {"test_it.py": PASSES_AND_FAILS})
     options = StressOptions(
         test_id="test_it.py::test_passes",
         command=[*PREFIX, *ARGS],

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_stress import arm, make_project, stress
+from helpers.project import make_project
+from helpers.stress_runs import arm, stress
 
 COLD_EVERY_PROCESS = """
     _runs = []

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_stress import (
+from helpers.project import make_project
+from helpers.stress_runs import (
     PYTEST,
     arm,
-    make_project,
     stress,
     write_order_report,
 )

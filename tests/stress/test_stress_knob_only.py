@@ -15,9 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_stress import arm, make_project, one_stress_at_a_time, stress
-
-__all__ = ["one_stress_at_a_time"]  # the fixture, used by name
+from helpers.project import make_project
+from helpers.stress_runs import arm, stress
 
 LOST_UPDATE = {
     "stock.py": """

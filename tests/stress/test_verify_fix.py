@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from github_emulator import GitHubEmulator
-from github_fixtures import checked_emulator, emulator_env
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import emulator_env
+from helpers.project import make_project
 
 from flakewarden.cli import main
 from flakewarden.issues.marker import format_marker, read_marker
@@ -33,18 +33,11 @@ def test_fill():
 COMMAND = ["--", sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider"]
 
 
-@pytest.fixture
-def emulator() -> Iterator[GitHubEmulator]:
-    yield from checked_emulator()
-
-
 def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: bool = False) -> Path:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    (project / "test_cache.py").write_text(TESTS, encoding="utf-8")
+    files = {"test_cache.py": TESTS}
     if broken:
-        (project / "still-broken").write_text("the fix did not land", encoding="utf-8")
+        files["still-broken"] = "the fix did not land"
+    project = make_project(tmp_path / "project", files)
     monkeypatch.chdir(project)
     return project
 

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from github_emulator import GitHubEmulator
 
 from flakewarden.github.api import GitHubClient
 from flakewarden.issues.marker import format_marker, read_marker
 from flakewarden.issues.records import LABEL, title_for
 from flakewarden.model import Attempt, AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult
+
+from .github_emulator import GitHubEmulator
 
 
 class FakeSleep:

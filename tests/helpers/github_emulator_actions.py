@@ -41,6 +41,39 @@ def zip_directory(directory: Path) -> bytes:
     return buffer.getvalue()
 
 
+def zip_members(members: dict[str, bytes]) -> bytes:
+    """An artifact zip of exactly ``members`` (name: bytes), hostile names included."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def paged(
+    items: list[dict[str, Any]], raw_query: str, page: int, per_page: int, url: str
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Page ``page`` of ``items`` and the ``link`` header api.github.com sends with it."""
+    last = max(1, -(-len(items) // per_page))
+    chunk = items[(page - 1) * per_page : page * per_page]
+    pairs = [
+        (k, v) for k, v in urllib.parse.parse_qsl(raw_query, keep_blank_values=True) if k != "page"
+    ]
+
+    def link(n: int) -> str:
+        return f"<{url}?{urllib.parse.urlencode([*pairs, ('page', str(n))])}>"
+
+    links = []
+    if page > 1:
+        links.append(f'{link(page - 1)}; rel="prev"')
+    if page < last:
+        links.append(f'{link(page + 1)}; rel="next"')
+        links.append(f'{link(last)}; rel="last"')
+    if page > 1:
+        links.append(f'{link(1)}; rel="first"')
+    return chunk, {"link": ", ".join(links)} if links else {}
+
+
 def repository_object(owner: str, repo: str, repo_id: int, user: dict[str, Any]) -> dict[str, Any]:
     """A minimal repository as workflow runs embed it (every required field)."""
     api = f"https://api.github.com/repos/{owner}/{repo}"
@@ -138,7 +171,7 @@ class ActionsState:
         created_at: Optional[float] = None,
     ) -> dict[str, Any]:
         """A workflow run; ids grow with each one, as GitHub's do."""
-        from github_emulator import USER
+        from .github_emulator import USER
 
         with self._lock:
             self._next_run_id += 1
@@ -192,7 +225,7 @@ class ActionsState:
     ) -> dict[str, Any]:
         """A pull request (its issue too, as on GitHub: they share a number) whose head is
         ``head_sha`` on ``head_owner``'s fork; GitHub's own documented example, renumbered."""
-        from github_emulator import DATA
+        from .github_emulator import DATA
 
         spec = json.loads((DATA / "openapi-excerpt.json").read_text(encoding="utf-8"))
         operation = spec["paths"]["/repos/{owner}/{repo}/pulls/{pull_number}"]["get"]
@@ -330,23 +363,7 @@ class ActionsState:
     ) -> Answer:
         per_page = min(100, max(1, int(_arg(query, "per_page", "30"))))
         page = max(1, int(_arg(query, "page", "1")))
-        last = max(1, -(-len(items) // per_page))
-        chunk = items[(page - 1) * per_page : page * per_page]
-        pairs = [
-            (k, v)
-            for k, v in urllib.parse.parse_qsl(raw_query, keep_blank_values=True)
-            if k != "page"
-        ]
-
-        def link(n: int) -> str:
-            return f"<{url}?{urllib.parse.urlencode([*pairs, ('page', str(n))])}>"
-
-        links = []
-        if page < last:
-            links += [f'{link(page + 1)}; rel="next"', f'{link(last)}; rel="last"']
-        if page > 1:
-            links += [f'{link(page - 1)}; rel="prev"', f'{link(1)}; rel="first"']
-        headers = {"link": ", ".join(links)} if links else {}
+        chunk, headers = paged(items, raw_query, page, per_page, url)
         return 200, headers, {"total_count": len(items), key: copy.deepcopy(chunk)}
 
     # -- the blob store (another host) ---------------------------------------------

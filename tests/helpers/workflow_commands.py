@@ -197,3 +197,30 @@ def read_output_file(path: Path) -> dict[str, str]:
             key, value = line.split("=", 1)
             values[key] = value
     return values
+
+
+#: The token flakewarden fences the tests' output with: a fresh random hex string.
+OUR_FENCE = re.compile(r"^[0-9a-f]{32}$")
+
+
+def only_ours(stream: list[Command], *, fenced: Optional[bool] = None) -> list[Command]:
+    """The annotations, after checking every other command is flakewarden's own fence.
+
+    ``fenced``: True when the tests' output was echoed (not ``-q``), so it sits inside one
+    fence; False when nothing was; None (callers that cannot tell) accepts either.
+    """
+    fences = [c for c in stream if c.name in (STOP, RESUME)]
+    allowed = (0, 2) if fenced is None else ((2,) if fenced else (0,))
+    assert len(fences) in allowed, fences
+    if fences:
+        stop, resume = fences
+        assert (stop.name, resume.name) == (STOP, RESUME), fences
+        assert OUR_FENCE.match(stop.data) and resume.data == stop.data, fences
+        assert stop.line == f"::stop-commands::{stop.data}", fences
+        assert resume.line == f"::{stop.data}::", fences
+    annotations = [c for c in stream if c.name not in (STOP, RESUME)]
+    foreign = [c for c in annotations if c.name not in ("error", "warning", "notice")]
+    assert not foreign, foreign
+    for annotation in annotations:
+        assert re.match(r"^::(error|warning|notice) title=", annotation.line), annotation
+    return annotations

@@ -23,12 +23,12 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from github_emulator import GitHubEmulator, LoggedRequest
-from github_fixtures import flaky, write_report
-
 from flakewarden.issues.hit_ledger import Checkpoint, records_of
 from flakewarden.issues.marker import read_marker
 from flakewarden.issues.records import FlakeIssue
+
+from .github_emulator import GitHubEmulator, LoggedRequest
+from .github_fixtures import flaky, write_report
 
 TEST_ID = "tests/test_race.py::test_shared_state"
 

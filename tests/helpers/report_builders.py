@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from collections.abc import Sequence
+from typing import Any, Optional
 
-from flakewarden.model import AttemptOutcome, AttemptResult, Outcome, TestResult
+from flakewarden.model import AttemptOutcome, AttemptResult, Outcome, RunReport, TestResult
+
+
+def run_report(tests: Sequence[TestResult] = (), **fields: Any) -> RunReport:
+    """A run of ``tests`` in their order; a test names only the fields its check reads."""
+    values: dict[str, Any] = {
+        "command": ["python", "-m", "pytest"],
+        "rootdir": "/r",
+        "tests": list(tests),
+        "attempts": [],
+        "order": [t.id for t in tests],
+        "exit_code": 0,
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "finished_at": "2026-01-01T00:00:01+00:00",
+        "duration": 1.0,
+        "version": "0.1.0",
+    }
+    return RunReport(**{**values, **fields})
 
 
 def result(

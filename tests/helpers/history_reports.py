@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Project, flaky_module
+
+from .project import ISOLATED_INI, Project, flaky_module, make_project
 
 
 @pytest.fixture(scope="session")
@@ -16,21 +17,16 @@ def report_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
     The flake's counter file is kept, so it fails its first attempt in the first run only.
     """
-    root = tmp_path_factory.mktemp("history") / "proj"
-    root.mkdir()
-    project = Project(root)
-    project.write("pytest.ini", "[pytest]\naddopts = -p no:randomly -p no:cacheprovider\n")
-    project.write("test_flaky.py", flaky_module("flaky"))
-    project.write(
-        "test_other.py",
-        """
+    other = """
         def test_stable():
             pass
 
         def test_broken():
             assert False, "broken"
-        """,
-    )
+        """
+    root = tmp_path_factory.mktemp("history") / "proj"
+    files = {"test_flaky.py": flaky_module("flaky"), "test_other.py": other}
+    project = Project(make_project(root, files, ini=ISOLATED_INI))
     dirs = []
     for n in (1, 2):
         done = project.run("-q", report_dir=f"report-{n}")

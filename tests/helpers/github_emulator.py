@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import jsonschema
-from github_emulator_actions import ActionsState, close, origin, sampled, serve
 
-DATA = Path(__file__).parent / "data" / "github-api"
+from .github_emulator_actions import ActionsState, close, origin, paged, sampled, serve
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "github-api"
 BODY_LIMIT = 65_536
 DOCS = "https://docs.github.com/rest"
 
@@ -623,27 +624,8 @@ class GitHubEmulator(ActionsState):
         self, items: list[dict[str, Any]], raw_query: str, page: int, per_page: int, path: str
     ) -> tuple[int, dict[str, str], Any]:
         """One page of ``items`` with the ``link`` header api.github.com sends."""
-        last = max(1, -(-len(items) // per_page))
-        chunk = items[(page - 1) * per_page : page * per_page]
-        pairs = [
-            (k, v)
-            for k, v in urllib.parse.parse_qsl(raw_query, keep_blank_values=True)
-            if k != "page"
-        ]
-
-        def link(n: int) -> str:
-            q = urllib.parse.urlencode([*pairs, ("page", str(n))])
-            return f"<{self.url}/repositories/{self.repo_id}/{path}?{q}>"
-
-        links = []
-        if page > 1:
-            links.append(f'{link(page - 1)}; rel="prev"')
-        if page < last:
-            links.append(f'{link(page + 1)}; rel="next"')
-            links.append(f'{link(last)}; rel="last"')
-        if page > 1:
-            links.append(f'{link(1)}; rel="first"')
-        headers = {"link": ", ".join(links)} if links else {}
+        url = f"{self.url}/repositories/{self.repo_id}/{path}"
+        chunk, headers = paged(items, raw_query, page, per_page, url)
         return 200, headers, copy.deepcopy(chunk)
 
     def _too_long(self, resource: str, body: Any) -> Optional[tuple[int, dict[str, str], Any]]:

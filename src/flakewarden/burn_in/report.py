@@ -64,6 +64,9 @@ def to_json(burn_in: BurnIn) -> dict[str, Any]:
             "unmapped": [{"id": n.node_id, "why": n.why} for n in selection.unmapped],
             "notes": list(selection.notes),
         },
+        "collection_seconds": None
+        if burn_in.collection is None
+        else round(burn_in.collection.seconds, 3),
         "collect_errors": [{"where": w, "text": t} for w, t in burn_in.collect_errors],
         "notes": burn_in.notes,
         "tests": [o.to_json() for o in burn_in.outcomes],

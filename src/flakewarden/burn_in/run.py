@@ -26,7 +26,7 @@ from flakewarden.changes.git import GitUnusable, run_git
 from flakewarden.changes.selection import DEFAULT_CAP
 from flakewarden.console import plural
 from flakewarden.errors import FlakewardenError
-from flakewarden.history.seen import tests_on_branch
+from flakewarden.history.seen import seen_on_branch
 from flakewarden.history.store import HistoryStore
 from flakewarden.model import ExitCode
 from flakewarden.runner.process import Interrupted
@@ -96,7 +96,7 @@ def base_branch(root: Path, base: str) -> str:
     """The branch ``base`` names, as a run records it: ``origin/HEAD`` -> ``main``."""
     name = base
     try:
-        answer = run_git(root, ["rev-parse", "--abbrev-ref", "--end-of-options", base])
+        answer = run_git(root, ["rev-parse", "--abbrev-ref", "--verify", "--quiet", base])
         if answer.ok and answer.line and answer.line != "HEAD":
             name = answer.line
         remotes = set(run_git(root, ["remote"]).text.split())
@@ -155,7 +155,7 @@ def _history(result: BurnIn, ids: list[str]) -> tuple[dict[str, str], dict[str, 
     branch = base_branch(diff.root, diff.base)
     result.base_branch = branch
     with HistoryStore.open(options.history, create=False) as store:
-        seen = tests_on_branch(store, branch)
+        seen = seen_on_branch(store, branch)
     if not seen.runs:
         result.notes.append(
             f"the history {options.history} holds no run of {branch}: every test would "

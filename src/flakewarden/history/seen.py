@@ -25,7 +25,7 @@ class BranchTests(NamedTuple):
     durations: dict[str, float]
 
 
-def tests_on_branch(store: HistoryStore, branch: str) -> BranchTests:
+def seen_on_branch(store: HistoryStore, branch: str) -> BranchTests:
     """Every test id that some run of ``branch`` (not for a pull request) recorded."""
     runs = int(store.read(f"SELECT count(*) FROM ({_BRANCH_RUNS})", [branch])[0][0])
     if not runs:

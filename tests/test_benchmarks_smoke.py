@@ -91,3 +91,16 @@ def test_plugin_evidence_benchmark_runs_at_a_tiny_size() -> None:
     # the session's config, collection, pytest's counts and exit: 84 lines each.
     assert done.stdout.count(", 84 record lines") == 2, done.stdout
     assert "ratio candidate/baseline: wall" in done.stdout, done.stdout
+
+
+def test_burn_in_benchmark_runs_its_no_test_change() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_burn_in.py"), "--skip-stable", "--repeat", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "a change with no tests:" in done.stdout, done.stdout

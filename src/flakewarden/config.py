@@ -58,6 +58,14 @@ class HistoryWindow(NamedTuple):
     fell_over_share: float = 0.30  # a run where more tests failed is left out
 
 
+class BurnIn(NamedTuple):
+    """``flakewarden burn-in``'s settings (``burn_in:`` in the file)."""
+
+    fail_on_flaky: bool = True  # a new test that failed any run fails the check (exit 1)
+    budget_seconds: float = 120.0  # for all the selected tests together
+    cap: int = 40  # at most this many tests are stressed
+
+
 class Config(NamedTuple):
     reruns: int = 2
     max_failures: int = 10
@@ -67,6 +75,7 @@ class Config(NamedTuple):
     attempt_timeout: Optional[float] = None  # seconds a test process may run
     quarantine_policy: QuarantinePolicy = QuarantinePolicy()
     history: HistoryWindow = HistoryWindow()
+    burn_in: BurnIn = BurnIn()
     known_race_patterns: str = "known-race-patterns.md"
     # Seconds all of a step's GitHub bookkeeping may take before it gives up (fail-open).
     issues_deadline: float = 60
@@ -267,6 +276,11 @@ HISTORY_KEYS: dict[str, Check] = {
     "window_days": _optional_days,
     "fell_over_share": _number(0, 1, low_open=True),
 }
+BURN_IN_KEYS: dict[str, Check] = {
+    "fail_on_flaky": _bool,
+    "budget_seconds": _number(0, 24 * 3600, low_open=True),
+    "cap": _int(1, 10_000),
+}
 TOP_KEYS: dict[str, Check] = {
     "reruns": _int(0, 100),
     "max_failures": _int(0),
@@ -317,8 +331,9 @@ def parse(data: Any, where: str) -> Config:
         "",
         data,
         TOP_KEYS,
-        nested=("quarantine_policy", "history", "notify", "rerun", "retry"),
+        nested=("quarantine_policy", "history", "burn_in", "notify", "rerun", "retry"),
     )
+    burn_in = _check_mapping(where, "burn_in.", data.get("burn_in") or {}, BURN_IN_KEYS)
     notify = _check_mapping(where, "notify.", data.get("notify") or {}, NOTIFY_KEYS)
     rerun = _check_mapping(where, "rerun.", data.get("rerun") or {}, RERUN_KEYS)
     retry = _check_mapping(where, "retry.", data.get("retry") or {}, RETRY_KEYS)
@@ -339,6 +354,7 @@ def parse(data: Any, where: str) -> Config:
     return Config(
         quarantine_policy=policy,
         history=history,
+        burn_in=BurnIn(**burn_in),
         webhook_url=notify.get("webhook_url"),
         rerun_only=rerun.get("only", ()),
         rerun_except=rerun.get("except", ()),

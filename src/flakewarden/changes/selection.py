@@ -13,6 +13,9 @@ tests or is a ``conftest.py`` (``definitions_changed``) and selects an item when
   item uses is pytest's ``item.fixturenames`` (every fixture it requests, through other
   fixtures too); an item without them recorded cannot be mapped and is listed as such.
 
+A caller may select more items with reasons of its own (``also``: burn-in's tests never
+seen on the base branch in the flake history); they join the order and the cap.
+
 Every parametrized item of a selected function is selected. The selected items run most
 recently changed first (the commit time of the last commit touching the file whose change
 selected them), then by file and line; at most ``cap`` run, the rest are listed as not run.
@@ -23,7 +26,7 @@ to burn in whole: the selection says so, and the cap still holds.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -260,13 +263,16 @@ def select_for_burn_in(
     cap: int = DEFAULT_CAP,
     broad_share: float = BROAD_SHARE,
     change_time: Optional[Callable[[str], Optional[int]]] = None,
+    also: Optional[Mapping[str, str]] = None,
 ) -> Selection:
     """The tests of ``items`` that the change ``diff`` adds or changes, ordered and capped.
 
     ``rootdir`` is pytest's rootdir (the items' paths are relative to it; default: the
     repository's top). ``change_time(path)`` says when the file at ``path`` (relative to the
     repository) last changed; by default git's commit time, and when it fails the order is
-    by file and line.
+    by file and line. ``also`` selects more items by node id, each with a reason, after
+    the reasons the change gives; with no change time of their own they run after the items
+    that have one.
     """
     prefix = ""
     if rootdir is not None:
@@ -277,7 +283,7 @@ def select_for_burn_in(
             return Selection((), (), (), (note,), len(items), cap, False)
         prefix = "" if inside == "." else f"{inside}/"
     selector = _Selector(diff, prefix, items)
-    chosen = selector.reasons()
+    chosen = _with_also(selector.reasons(), items, also or {})
     timer = change_time or _git_time(diff)
     times: dict[str, Optional[int]] = {}
     selected = []
@@ -314,6 +320,24 @@ def select_for_burn_in(
         cap,
         too_broad,
     )
+
+
+def _with_also(
+    chosen: list[tuple[int, tuple[str, ...], set[str]]],
+    items: Sequence[CollectedItem],
+    also: Mapping[str, str],
+) -> list[tuple[int, tuple[str, ...], set[str]]]:
+    """``chosen`` with the reasons of ``also`` added, its items not yet chosen included."""
+    if not also:
+        return chosen
+    by_index = {index: (reasons, causes) for index, reasons, causes in chosen}
+    for index, item in enumerate(items):
+        reason = also.get(item.node_id)
+        if reason is None:
+            continue
+        reasons, causes = by_index.get(index, ((), set()))
+        by_index[index] = (tuple(dict.fromkeys((*reasons, reason))), causes)
+    return [(index, *by_index[index]) for index in sorted(by_index)]
 
 
 def _git_time(diff: Diff) -> Callable[[str], Optional[int]]:

@@ -23,6 +23,7 @@ COMMANDS: tuple[str, ...] = (
     "publish-run",
     "digest",
     "stress",
+    "burn-in",
     "verify-fix",
     "quarantine",
     "quarantined",

@@ -185,9 +185,14 @@ def plan_annotations(
     report: RunReport, workspace: Optional[str] = None, *, limit: int = ANNOTATION_LIMIT
 ) -> AnnotationPlan:
     """Keep the first ``limit`` annotations of each kind and count the rest."""
+    return limit_annotations(rank_annotations(report, workspace), limit=limit)
+
+
+def limit_annotations(ranked: list[Annotation], *, limit: int = ANNOTATION_LIMIT) -> AnnotationPlan:
+    """The first ``limit`` of ``ranked`` of each kind, and how many of each did not fit."""
     kept: list[Annotation] = []
     seen = dict.fromkeys(KINDS, 0)
-    for annotation in rank_annotations(report, workspace):
+    for annotation in ranked:
         seen[annotation.kind] += 1
         if seen[annotation.kind] <= limit:
             kept.append(annotation)

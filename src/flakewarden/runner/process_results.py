@@ -47,6 +47,10 @@ class ProcessResults:
         self.corrupt_lines = 0
         self.pytest_stats: Optional[dict[str, Any]] = None  # pytest's own counts (consistency)
         self.collected = collected
+        # With FLAKEWARDEN_RECORD_FIXTURES=1 (burn-in): per collected node id, the fixtures
+        # it uses and its (file, line) as pytest's ``item.location``; None when not recorded.
+        self.collected_fixtures: Optional[dict[str, list[str]]] = None
+        self.collected_locations: Optional[dict[str, tuple[str, Optional[int]]]] = None
         self.running: list[Start] = []  # started, never finished
 
     @property
@@ -204,6 +208,7 @@ def _add(
             results.config = data
         elif kind == "collected":
             results.collected = [str(i) for i in data["ids"]]
+            _collected_details(results, data)
         elif kind == "collect_error":
             results.collect_errors.append((str(data["id"]), str(data["longrepr"])))
         elif kind == "pytest_stats":
@@ -213,6 +218,26 @@ def _add(
             results.testscollected = int(data.get("testscollected") or 0)
     except (ValueError, KeyError, TypeError):
         results.corrupt_lines += 1
+
+
+def _collected_details(results: ProcessResults, data: dict[str, Any]) -> None:
+    """The ``collected`` record's fixtures and locations, when the plugin recorded them."""
+    fixtures = data.get("fixtures")
+    if isinstance(fixtures, dict):
+        results.collected_fixtures = {
+            str(node): [str(name) for name in names]
+            for node, names in fixtures.items()
+            if isinstance(names, list)
+        }
+    locations = data.get("locations")
+    if isinstance(locations, dict):
+        found: dict[str, tuple[str, Optional[int]]] = {}
+        for node, where in locations.items():
+            if isinstance(where, list) and len(where) == 2 and isinstance(where[0], str):
+                line = where[1]
+                ok = isinstance(line, int) and not isinstance(line, bool) and line >= 0
+                found[str(node)] = (where[0], line if ok else None)
+        results.collected_locations = found
 
 
 @contextlib.contextmanager

@@ -21,7 +21,10 @@ variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
   that balances the shards.
 - ``FLAKEWARDEN_RECORD_FIXTURES``: ``1`` adds ``fixtures`` to the ``collected``
   record, each node id's ``item.fixturenames`` (burn-in maps a changed fixture to the
-  tests that use it). Not under xdist: its controller holds ids, not items.
+  tests that use it), and ``locations``, each node id's ``item.location`` as
+  ``[file, line]`` (file relative to the rootdir, line counted from 0 or null: burn-in
+  maps a test to its definition and annotates that line). Not under xdist: its
+  controller holds ids, not items.
 
 Records (one JSON object per line, ``kind`` says which):
 ``config`` (rootdir, invocation args, positional args; ``loaded`` and ``time``: when
@@ -94,7 +97,17 @@ def _record_collected(ids: list[str], items: Optional[list[Any]] = None) -> None
             record["fixtures"] = {
                 item.nodeid: [str(n) for n in getattr(item, "fixturenames", ())] for item in items
             }
+            record["locations"] = {item.nodeid: _location(item) for item in items}
         _plugin.write(record)
+
+
+def _location(item: Any) -> Optional[list[Any]]:
+    """``[file, line]`` of ``item.location``; None when pytest cannot tell (a broken item)."""
+    try:
+        file, line = item.location[0], item.location[1]
+    except Exception:
+        return None
+    return [str(file), line if isinstance(line, int) else None]
 
 
 def _claim(config: Any) -> bool:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from changes.git_builders import Repo
+from helpers.git_repo import Repo
 
 # The tested pytest loads only the plugin flakewarden injects: the environment's other
 # plugins (xdist, randomly, hypothesis, ...) would slow every stressed process down.

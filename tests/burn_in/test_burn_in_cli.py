@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from burn_in_project import base_project, burn_in
-from changes.git_builders import Repo
+from helpers.git_repo import Repo
 
 
 def _nothing_stressed(result_dir: Path) -> None:

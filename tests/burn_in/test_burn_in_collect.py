@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from burn_in_project import FAST_PYTEST, PYTEST, base_project, burn_in
-from changes.git_builders import Repo
+from helpers.git_repo import Repo
 from history.history_builders import ingest, report
 
 from flakewarden.burn_in.collect import collect

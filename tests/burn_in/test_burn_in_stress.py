@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from burn_in_project import base_project, burn_in
-from workflow_commands import parse_commands
+from helpers.workflow_commands import parse_commands
 
 from flakewarden.model.binomial import upper_bound
 

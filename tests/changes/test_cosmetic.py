@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from git_builders import base_and_branch
+from helpers.git_repo import base_and_branch
 
 from flakewarden.changes.diff import Diff, changes_since
 

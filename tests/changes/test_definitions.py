@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from git_builders import base_and_branch
+from helpers.git_repo import base_and_branch
 
 from flakewarden.changes.definitions import (
     FileDefinitions,

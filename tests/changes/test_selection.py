@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-from git_builders import Repo, base_and_branch
+from helpers.git_repo import Repo, base_and_branch
 
 from flakewarden.changes.diff import Diff, changes_since
 from flakewarden.changes.selection import (

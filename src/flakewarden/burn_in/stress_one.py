@@ -24,7 +24,7 @@ def stress_test(
 ) -> Verdict:
     """Stress ``test_id`` for about ``budget`` seconds; its files go in ``directory``."""
     # Imported here: a burn-in that selects nothing never pays for the engine's import.
-    from flakewarden.stress.engine import Stress, StressOptions
+    from flakewarden.stress.engine import StressOptions, run_phases
     from flakewarden.stress.verdict_render import write_verdict
 
     options = StressOptions(
@@ -34,7 +34,7 @@ def stress_test(
         report_dir=directory.resolve(),
         budget_seconds=budget,
     )
-    verdict = Stress(options, say).run()
+    verdict = run_phases(options, say=say)
     write_verdict(verdict, directory)
     return verdict
 

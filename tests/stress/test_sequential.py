@@ -172,3 +172,20 @@ def test_a_knob_that_drew_more_failures_by_chance_still_gets_a_budget() -> None:
     more = sequential.runs_to_settle(knob)
     # At 15%, the bounds meet the margin between 1,280 and 2,560 runs of each arm.
     assert more is not None and 1270 <= more <= 2550, more
+
+
+def test_a_knob_the_rounds_never_reached_is_projected_at_the_baselines_rate() -> None:
+    # The --runs cap (or the budget) ended the rounds after the baseline and one knob ran:
+    # the two load knobs have no run yet. What would settle them is still a number of runs,
+    # never "the rates seen would not bound it": no rate of theirs was seen.
+    sequential = Sequential(KNOBS)
+    sequential.add_round(
+        {"baseline": [Counts(10, 2)], "switch-interval": [Counts(10, 2)], "cpu-load": []}
+    )
+    assert sequential.totals["cpu-load"].runs == 0
+    unreached = sequential.runs_to_settle("cpu-load")
+    reached = sequential.runs_to_settle("switch-interval")
+    assert unreached is not None and reached is not None
+    # At the same 20% rate the unreached knob needs at least as many runs (its bound is
+    # widened the most) and is counted from none.
+    assert unreached >= reached > 0, (unreached, reached)

@@ -296,7 +296,11 @@ class Sequential:
         """
         total = self.totals[knob]
         if total.runs == 0:
-            return None
+            # No run of this knob yet (the cap or the budget ended the rounds before its
+            # turn): project at the baseline's rate, with the widest widening of the bound.
+            if self.base.runs == 0:
+                return None
+            return self._runs_to_bound(self.base.failures / self.base.runs, 1.3, 0, self.base.runs)
         if self.leans(knob):
             log_e = math.log(max(self.e_value(knob), 1.0 + 1e-9))
             need = math.log(self.threshold)
@@ -310,9 +314,14 @@ class Sequential:
         # The fixed-sample bound at the same rate, widened for any number of looks by the
         # ratio the anytime bound has to it now (at most 1.3, what it tends to with runs).
         widen = min(1.3, max(1.0, self.bound(knob).upper / max(fixed_now, 1e-12)))
+        return self._runs_to_bound(rate, widen, total.runs, total.runs)
+
+    def _runs_to_bound(self, rate: float, widen: float, done: int, start: int) -> Optional[int]:
+        """More runs (beyond ``done``) after which the widened bound at ``rate`` is within
+        the margin of the baseline's lower bound; None when no number of runs would do."""
         if widen * rate >= rate + self.margin.at(rate):
             return None  # even exact rates would leave the widened bound above the margin
-        n = total.runs
+        n = start
         for _ in range(20):  # up to a million times the runs so far
             n *= 2
             failures = round(rate * n)
@@ -325,7 +334,7 @@ class Sequential:
                 upper = upper_bound(failures, n, 1 - self.beta)
                 lower = lower_bound(failures, n, BASELINE_CONFIDENCE)
             if widen * upper <= lower + self.margin.at(lower):
-                return max(0, n - total.runs)
+                return max(0, n - done)
         return None
 
     def describe(self) -> str:

@@ -192,3 +192,34 @@ def test_a_race_is_a_new_flaky_test_and_a_stable_test_bounds_its_rate(tmp_path: 
     assert found["reproduce"].replace("@", "@\u200b") in markdown
     assert "| `tests/test_counter.py::test_sums` |" in markdown
     assert summary.read_text(encoding="utf-8") == markdown
+
+
+POLLUTER = """
+SEEN = []
+
+
+def test_leaves_state():
+    SEEN.append(1)
+    assert SEEN
+"""
+
+VICTIM = """
+
+def test_starts_clean():
+    assert SEEN == []
+"""
+
+
+def test_a_new_test_broken_by_another_of_its_file_names_that_test(tmp_path: Path) -> None:
+    # Alone, the new test passes every run; after the file's older test_leaves_state it
+    # fails. The engine's order phase replays the file's other tests before it, and bisects.
+    repo = base_project(tmp_path / "repo")
+    repo.commit("a test that leaves state", **{"tests/test_state.py": POLLUTER})
+    repo.commit("add a test", **{"tests/test_state.py": POLLUTER + VICTIM})
+    result = burn_in(repo.root, "--base", "HEAD~1", "--budget-seconds", "30")
+    assert result.returncode == 1, result.output
+    assert "run: tests/test_state.py::test_starts_clean (new test)" in result.stdout
+    assert "tests/test_state.py::test_leaves_state (" not in result.stdout  # not selected
+    victim = result.test("tests/test_state.py::test_starts_clean")
+    assert victim["verdict"] == "order-dependent", victim
+    assert "tests/test_state.py::test_leaves_state" in result.markdown

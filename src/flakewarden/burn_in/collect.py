@@ -79,3 +79,40 @@ def collect(command: list[str], cwd: Path, directory: Path) -> Collection:
         names = fixtures.get(node_id)
         items.append(CollectedItem(node_id, file, line, None if names is None else tuple(names)))
     return Collection(tuple(items), rootdir, seconds, tuple(results.collect_errors), log)
+
+
+def file_order(
+    collection: Collection, test_id: str, directory: Path, number: int
+) -> Optional[Path]:
+    """A recorded run order for the engine's order phase: the test's file's other tests, in
+    collection order, then the test. None when the file holds no other test.
+
+    A test that passes alone but fails after another test of its file depends on that
+    test's leftovers; replaying the file's tests before it lets the engine name the one.
+    """
+    from flakewarden import __version__
+    from flakewarden.model.run import RunReport
+    from flakewarden.reports.report_json import report_json, write_text_atomic
+
+    item = collection.item(test_id)
+    if item is None:
+        return None
+    others = [i.node_id for i in collection.items if i.path == item.path and i.node_id != test_id]
+    if not others:
+        return None
+    report = RunReport(
+        command=[],
+        rootdir=str(collection.rootdir),
+        tests=[],
+        attempts=[],
+        order=[*others, test_id],
+        exit_code=0,
+        started_at="",
+        finished_at="",
+        duration=0.0,
+        version=__version__,
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{number:03d}.json"
+    write_text_atomic(path, report_json(report.to_json()))
+    return path.resolve()

@@ -32,13 +32,14 @@ from flakewarden.model import ExitCode
 from flakewarden.runner.process import Interrupted
 
 from . import budget as shares
-from .collect import Collection, collect
+from .collect import Collection, collect, file_order
 from .outcome import TestOutcome, error_outcome, outcome_of
 from .stress_one import stress_test
 
 Say = Callable[[str], None]
 TESTS_DIR = "tests"
 COLLECTION_DIR = "collection"
+ORDERS_DIR = "orders"
 
 
 @dataclass(frozen=True)
@@ -234,9 +235,10 @@ def _stress_one(
     file = None if item is None else item.path
     line = None if item is None or item.line is None else item.line + 1
     directory = options.report_dir / folder
+    order = file_order(collection, selected.node_id, options.report_dir / ORDERS_DIR, number)
     try:
         verdict = stress_test(
-            selected.node_id, options.command, options.cwd, directory, seconds, progress
+            selected.node_id, options.command, options.cwd, directory, seconds, progress, order
         )
     except Interrupted:
         raise

@@ -20,9 +20,19 @@ _BUDGET_HINT = re.compile(r"--budget-seconds (\d+(?:\.\d+)?)")
 
 
 def stress_test(
-    test_id: str, command: list[str], cwd: Path, directory: Path, budget: float, say: Say
+    test_id: str,
+    command: list[str],
+    cwd: Path,
+    directory: Path,
+    budget: float,
+    say: Say,
+    order_from: Optional[Path] = None,
 ) -> Verdict:
-    """Stress ``test_id`` for about ``budget`` seconds; its files go in ``directory``."""
+    """Stress ``test_id`` for about ``budget`` seconds; its files go in ``directory``.
+
+    ``order_from``: a report whose run order the engine's order phase replays (the test's
+    file's other tests, then the test), so a polluter among them is named.
+    """
     # Imported here: a burn-in that selects nothing never pays for the engine's import.
     from flakewarden.stress.engine import StressOptions, run_phases
     from flakewarden.stress.verdict_render import write_verdict
@@ -33,6 +43,7 @@ def stress_test(
         cwd=cwd,
         report_dir=directory.resolve(),
         budget_seconds=budget,
+        order_from=order_from,
     )
     verdict = run_phases(options, say=say)
     write_verdict(verdict, directory)

@@ -597,6 +597,9 @@ def test_marketplace_metadata_inputs_and_outputs() -> None:
         "job-name",
         "shard",
         "shard-durations",
+        "burn-in",
+        "burn-in-budget",
+        "burn-in-base",
     }
     assert set(action["inputs"]) == expected_inputs
     for name, spec in action["inputs"].items():

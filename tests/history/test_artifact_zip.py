@@ -17,14 +17,17 @@ from flakewarden.history.artifact_zip import UnsafeZip, reports_in_zip
 __all__ = ["report_dirs"]  # the fixture
 
 
+_WHEN = (2020, 1, 1, 0, 0, 0)  # fixed, so the same members make the same bytes in every process
+
+
 def _zip(*members: tuple[str, bytes], link: str = "") -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a duplicate name is what one test wants
         for name, data in members:
-            archive.writestr(name, data)
+            archive.writestr(zipfile.ZipInfo(name, _WHEN), data, zipfile.ZIP_DEFLATED)
         if link:
-            info = zipfile.ZipInfo(link)
+            info = zipfile.ZipInfo(link, _WHEN)
             info.external_attr = (stat.S_IFLNK | 0o777) << 16
             archive.writestr(info, "/etc/passwd")
     return buffer.getvalue()
@@ -71,6 +74,7 @@ def test_a_corrupt_report_is_named_and_the_others_still_read(report_dirs: list[P
         (b"PK\x03\x04 this is not a zip at all", "not a readable zip"),
         (b"", "not a readable zip"),
     ],
+    ids=["parent", "absolute", "drive", "backslashes", "twice", "link", "not-a-zip", "empty"],
 )
 def test_a_hostile_zip_is_refused_whole(data: bytes, words: str) -> None:
     with pytest.raises(UnsafeZip, match=words):

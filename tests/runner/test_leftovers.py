@@ -98,3 +98,43 @@ def test_only_adopted_orphans_are_reaped_never_our_own_children(project: Project
         """
     )
     assert seen == {"reaped": 1, "orphan_gone": True, "codes": [3, 4]}
+
+
+def test_after_an_attempt_an_orphan_goes_to_its_usual_reaper(project: Project) -> None:
+    """flakewarden adopts orphans only while an attempt runs: one left by a process it
+    starts afterwards (a stress run's forked child) is not parented to it, a zombie
+    nobody reaps, but to whoever adopts it outside, which reaps it."""
+    seen = project.drive(
+        """
+        import ctypes, json, os, subprocess, sys, time
+        from pathlib import Path
+        from flakewarden.runner import leftovers
+        from flakewarden.runner.process import run_child
+
+        def subreaper():
+            flag = ctypes.c_int(-1)
+            ctypes.CDLL(None).prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+            return flag.value
+
+        child = run_child(["sh", "-c", "exit 0"], cwd=Path("."), env=dict(os.environ),
+                          log=Path("attempt.log"))
+        orphan_parent = subprocess.Popen(
+            ["sh", "-c", "setsid sh -c 'echo $$; exec sleep 0.3' &"],
+            stdout=subprocess.PIPE, text=True,
+        )
+        orphan = int(orphan_parent.stdout.readline())
+        orphan_parent.wait()
+        with open(f"/proc/{orphan}/stat") as stream:
+            parent = int(stream.read().rsplit(")", 1)[1].split()[1])
+        deadline = time.monotonic() + 20
+        while os.path.exists(f"/proc/{orphan}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        print(json.dumps({
+            "code": child.exit_code,
+            "subreaper": subreaper(),
+            "ours": parent == os.getpid(),
+            "gone": not os.path.exists(f"/proc/{orphan}"),
+        }))
+        """
+    )
+    assert seen == {"code": 0, "subreaper": 0, "ours": False, "gone": True}

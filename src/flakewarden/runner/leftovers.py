@@ -12,6 +12,11 @@ attempt's process group is ended (see ``process.run_child``).
 An adopted orphan that exits while the attempt runs is reaped at once
 (``ZombieReaper``), as init would: a test that waits for a process it detached to be
 gone (``/proc``, ``killpg(group, 0)``) sees it gone under flakewarden too.
+
+flakewarden is a subreaper only while an attempt runs (``adopt_orphans`` ...
+``release_orphans``): afterwards an orphan of any other process it starts (the stress
+engine's forked runs) goes to init, or to whoever adopts it, and is reaped there,
+instead of waiting as a zombie parented to flakewarden that nobody reaps.
 """
 
 from __future__ import annotations
@@ -56,6 +61,17 @@ def adopt_orphans() -> bool:
     except (OSError, AttributeError):
         _adopting = False
     return _adopting
+
+
+def release_orphans() -> None:
+    """Stop adopting: called once an attempt's orphans are ended (``end_orphans``)."""
+    global _adopting
+    if not _adopting:
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) == 0:
+            _adopting = False
 
 
 def children(pid: int) -> list[int]:

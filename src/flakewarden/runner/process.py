@@ -272,6 +272,7 @@ def run_child(
             with timings.phase("end leftovers"):
                 stop_group(child.pid, signal.SIGKILL)
                 ended = leftovers.end_orphans(exclude={child.pid})
+                leftovers.release_orphans()
                 pump.join(timeout=10)
             if ended:
                 log_stream.write(

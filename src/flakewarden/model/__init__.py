@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what type checkers see; at run time each comes from __getattr__
     from flakewarden.model.attempts import Attempt, Continuation
+    from flakewarden.model.blame import BaseCheck, BlameRun, TestChange
     from flakewarden.model.coverage import CoverageSummary
     from flakewarden.model.failure_lines import first_line
     from flakewarden.model.history import HistoryEntry, HistoryRun, RunContext, run_key
@@ -36,6 +37,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time each comes from __getat
 #: Each name, and the module it lives in.
 _HOME = {
     "CoverageSummary": "coverage",
+    "BaseCheck": "blame",
+    "TestChange": "blame",
+    "BlameRun": "blame",
     "first_line": "failure_lines",
     "HistoryEntry": "history",
     "HistoryRun": "history",
@@ -83,6 +87,8 @@ __all__ = [
     "Attempt",
     "AttemptOutcome",
     "AttemptResult",
+    "BaseCheck",
+    "BlameRun",
     "Continuation",
     "CoverageSummary",
     "ExitCode",
@@ -96,6 +102,7 @@ __all__ = [
     "RunContext",
     "RunReport",
     "Subtest",
+    "TestChange",
     "TestRecord",
     "TestResult",
     "Totals",

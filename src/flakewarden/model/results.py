@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
+from flakewarden.model.blame import BaseCheck, TestChange
 from flakewarden.model.failure_lines import first_line
 from flakewarden.model.outcomes import AttemptOutcome, Outcome
 from flakewarden.model.raised import InTestRetry, Raised, retries_text
@@ -134,6 +135,9 @@ class TestResult:
     attempts: list[AttemptResult]
     # Why a failed test was not rerun: the rerun policy (``rerun.only`` / ``rerun.except``).
     not_rerun: str = ""
+    # Blame (``flakewarden run --base``): whether it ran the change, and how the base did.
+    change: Optional[TestChange] = None
+    base: Optional[BaseCheck] = None
 
     @property
     def retries(self) -> list[InTestRetry]:
@@ -175,6 +179,8 @@ class TestResult:
             "attempts": [a.to_json() for a in self.attempts],
             **({"not_rerun": self.not_rerun} if self.not_rerun else {}),
             **({"retried_inside": inside} if (inside := self.retried_inside) else {}),
+            **({"change": self.change.to_json()} if self.change is not None else {}),
+            **({"base": self.base.to_json()} if self.base is not None else {}),
         }
 
     @classmethod
@@ -187,4 +193,6 @@ class TestResult:
             outcome=Outcome(data["outcome"]),
             attempts=[AttemptResult.from_json(a) for a in data.get("attempts", [])],
             not_rerun=str(data.get("not_rerun") or ""),
+            change=TestChange.from_json(data.get("change")),
+            base=BaseCheck.from_json(data.get("base")),
         )

@@ -8,6 +8,7 @@ import hashlib
 from typing import Any, Optional
 
 from flakewarden.model.attempts import Attempt
+from flakewarden.model.blame import BlameRun
 from flakewarden.model.coverage import CoverageSummary
 from flakewarden.model.history import RunContext
 from flakewarden.model.outcomes import SCHEMA_VERSION, Outcome
@@ -58,6 +59,8 @@ class RunReport:
     origins: dict[str, str] = dataclasses.field(default_factory=dict)  # test id -> shard's uid
     # The JUnit XML files another runner wrote, when the report was built from them.
     junit_from: list[str] = dataclasses.field(default_factory=list)
+    # ``flakewarden run --base``: the change each failed test was judged against.
+    blame: Optional[BlameRun] = None
 
     @property
     def totals(self) -> Totals:
@@ -117,6 +120,7 @@ class RunReport:
             "uid": self.uid,
             "origins": self.origins,
             **({"junit_from": self.junit_from} if self.junit_from else {}),
+            **({"blame": self.blame.to_json()} if self.blame is not None else {}),
             "totals": self.totals.to_json(),
             "coverage": None if self.coverage is None else self.coverage.to_json(),
             "attempts": [a.to_json() for a in self.attempts],
@@ -156,6 +160,7 @@ class RunReport:
             uid=str(data.get("uid") or ""),
             origins=_origins(data.get("origins")),
             junit_from=[str(j) for j in data.get("junit_from") or []],
+            blame=BlameRun.from_json(data.get("blame")),
         )
 
 

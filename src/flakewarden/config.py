@@ -20,6 +20,7 @@ from flakewarden.model.verdicts import (
     INCONCLUSIVE,
     NEVER_QUARANTINE,
     NOT_REPRODUCIBLE,
+    UNTOUCHED_POLICIES,
     VERDICTS,
 )
 
@@ -66,6 +67,15 @@ class BurnIn(NamedTuple):
     cap: int = 40  # at most this many tests are stressed
 
 
+class BlameSettings(NamedTuple):
+    """``flakewarden run --base``'s settings (``blame:`` in the file)."""
+
+    base: Optional[str] = None  # the ref to compare with; "auto": the pull request's base
+    untouched_failures: str = "report"  # report | warn | ignore-in-gate
+    check_base: bool = False  # run untouched failures on the merge base too
+    base_timeout: float = 600.0  # seconds the base check may take
+
+
 class Config(NamedTuple):
     reruns: int = 2
     max_failures: int = 10
@@ -76,6 +86,7 @@ class Config(NamedTuple):
     quarantine_policy: QuarantinePolicy = QuarantinePolicy()
     history: HistoryWindow = HistoryWindow()
     burn_in: BurnIn = BurnIn()
+    blame: BlameSettings = BlameSettings()
     known_race_patterns: str = "known-race-patterns.md"
     # Seconds all of a step's GitHub bookkeeping may take before it gives up (fail-open).
     issues_deadline: float = 60
@@ -141,6 +152,12 @@ def _bool(path: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{path}: expected true or false, got {shown(value)}")
     return value
+
+
+def _choice(path: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(f"{path}: expected one of {', '.join(choices)}, got {shown(value)}")
+    return str(value)
 
 
 def _text(path: str, value: Any) -> str:
@@ -281,6 +298,12 @@ BURN_IN_KEYS: dict[str, Check] = {
     "budget_seconds": _number(0, 24 * 3600, low_open=True),
     "cap": _int(1, 10_000),
 }
+BLAME_KEYS: dict[str, Check] = {
+    "base": _text,
+    "untouched_failures": lambda path, value: _choice(path, value, UNTOUCHED_POLICIES),
+    "check_base": _bool,
+    "base_timeout": _number(0, 24 * 3600, low_open=True),
+}
 TOP_KEYS: dict[str, Check] = {
     "reruns": _int(0, 100),
     "max_failures": _int(0),
@@ -331,9 +354,10 @@ def parse(data: Any, where: str) -> Config:
         "",
         data,
         TOP_KEYS,
-        nested=("quarantine_policy", "history", "burn_in", "notify", "rerun", "retry"),
+        nested=("quarantine_policy", "history", "burn_in", "blame", "notify", "rerun", "retry"),
     )
     burn_in = _check_mapping(where, "burn_in.", data.get("burn_in") or {}, BURN_IN_KEYS)
+    blame = _check_mapping(where, "blame.", data.get("blame") or {}, BLAME_KEYS)
     notify = _check_mapping(where, "notify.", data.get("notify") or {}, NOTIFY_KEYS)
     rerun = _check_mapping(where, "rerun.", data.get("rerun") or {}, RERUN_KEYS)
     retry = _check_mapping(where, "retry.", data.get("retry") or {}, RETRY_KEYS)
@@ -355,6 +379,7 @@ def parse(data: Any, where: str) -> Config:
         quarantine_policy=policy,
         history=history,
         burn_in=BurnIn(**burn_in),
+        blame=BlameSettings(**blame),
         webhook_url=notify.get("webhook_url"),
         rerun_only=rerun.get("only", ()),
         rerun_except=rerun.get("except", ()),

@@ -70,6 +70,9 @@ class FileChange:
     ranges: tuple[LineRange, ...]
     binary: bool = False
     cosmetic_hunks: int = 0
+    # Where lines were only taken out: the new side's line after which they were (0: the
+    # top). ``ranges`` holds the lines around each such gap too.
+    gaps: tuple[int, ...] = ()
 
     def touches(self, start: int, end: int) -> bool:
         """Whether any changed line falls in ``start`` .. ``end`` (new side, inclusive)."""
@@ -160,7 +163,8 @@ def _file_change(
             new_text = read_blob(root, head, patch.path)
         length = _line_count(new_text)
     ranges = _ranges_of(changed_lines(hunks, length))
-    return FileChange(patch.path, patch.old_path, patch.status, ranges, False, cosmetic)
+    gaps = tuple(sorted({h.new_start for h in hunks if h.removed and not h.added}))
+    return FileChange(patch.path, patch.old_path, patch.status, ranges, False, cosmetic, gaps)
 
 
 def _missing_base(base: str) -> str:

@@ -17,6 +17,7 @@ from flakewarden.commands.argtypes import (
     rerun_pattern,
     whole_number,
 )
+from flakewarden.commands.blame_options import add_blame_options, blame_for
 from flakewarden.commands.shard_options import add_shard_options, durations_from
 from flakewarden.config import MAX_ATTEMPT_TIMEOUT
 from flakewarden.config import load as load_config
@@ -121,6 +122,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(default FLAKEWARDEN_JOB_NAME, or the matrix the action passes)",
     )
     add_shard_options(parser)
+    add_blame_options(parser)
     add_xunit1_option(parser)
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="do not echo the test command's output"
@@ -160,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         if not on_actions:  # a laptop's branch and commit, read while the tests run
             local_git.append(git_branch_and_commit(cwd))
 
+    blame = blame_for(args, config, cwd=cwd, report_dir=report_dir, command=command, say=say)
     options = RunOptions(
         command=command,
         cwd=cwd,
@@ -176,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
         shard=args.shard,
         shard_durations=durations_from(args.shard_durations) if args.shard_durations else None,
         rerun_policy=_rerun_policy(args, config),
+        part_env=None if blame is None else blame.part_env,
+        judge=None if blame is None else blame.judge,
     )
     sys.stdout.flush()
     # The tests' output is data: nothing it prints may act as a workflow command.

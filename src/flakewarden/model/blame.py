@@ -10,18 +10,15 @@ sentence. ``BaseCheck`` is the test run again on the merge base, under ``"base"`
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal, Optional
+from typing import Any, Optional
 
-ChangeVerdict = Literal["touches", "untouched", "unknown"]
-BaseVerdict = Literal["fails", "passes", "error"]
-
-CHANGE_VERDICTS: tuple[ChangeVerdict, ...] = ("touches", "untouched", "unknown")
-BASE_VERDICTS: tuple[BaseVerdict, ...] = ("fails", "passes", "error")
-
-#: ``blame.untouched_failures``: what an untouched failure that fails on the base does to
-#: the gate. ``report``: nothing (it is only shown); ``warn``: its annotation is a warning;
-#: ``ignore-in-gate``: it does not fail the job.
-UNTOUCHED_POLICIES = ("report", "warn", "ignore-in-gate")
+from flakewarden.model.verdicts import (
+    BASE_VERDICTS,
+    CHANGE_VERDICTS,
+    UNTOUCHED_POLICIES,
+    BaseVerdict,
+    ChangeVerdict,
+)
 
 
 @dataclasses.dataclass

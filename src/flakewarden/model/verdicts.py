@@ -15,6 +15,8 @@ explains when the budget ended) is always refused.
 
 from __future__ import annotations
 
+from typing import Literal
+
 DETERMINISTIC = "deterministic"
 RACE = "race"
 ORDER_DEPENDENT = "order-dependent"
@@ -61,3 +63,14 @@ NAMES_A_FIX = (DETERMINISTIC, RACE)
 # What one runner proves is not undone by another's clean runs: when stress shards of
 # one test disagree, the first of these that any shard found is the merged verdict.
 PRECEDENCE = (DETERMINISTIC, RACE, ORDER_DEPENDENT, SEED_DEPENDENT, NON_IDEMPOTENT)
+
+
+# Blame (``flakewarden run --base``): whether a failed test ran the change, and the base.
+ChangeVerdict = Literal["touches", "untouched", "unknown"]
+BaseVerdict = Literal["fails", "passes", "error"]
+CHANGE_VERDICTS: tuple[ChangeVerdict, ...] = ("touches", "untouched", "unknown")
+BASE_VERDICTS: tuple[BaseVerdict, ...] = ("fails", "passes", "error")
+#: ``blame.untouched_failures``: what a failure that ran none of the change and fails on the
+#: base too does to the gate. ``report``: nothing, it is shown; ``warn``: its annotation is
+#: a warning; ``ignore-in-gate``: it does not fail the job.
+UNTOUCHED_POLICIES = ("report", "warn", "ignore-in-gate")

@@ -53,11 +53,13 @@ class PartRunner:
         early: Optional[Callable[[Sequence[TestRecord]], None]] = None,
         # Added to the environment of a process that selects nothing (attempt 1's first).
         first_env: Optional[dict[str, str]] = None,
+        # More environment for every process of the attempt, given its directory.
+        part_env: Optional[Callable[[Path], dict[str, str]]] = None,
     ) -> None:
         self.plugin, self.cwd, self.echo, self.timeout = plugin, cwd, echo, timeout
         self.measure, self.on_results = measure, on_results
         self.while_running, self.early = while_running, early
-        self.first_env = first_env
+        self.first_env, self.part_env = first_env, part_env
 
     def __call__(self, where: Path, command: list[str], select: Optional[list[str]]) -> Part:
         where.mkdir(parents=True, exist_ok=True)
@@ -74,6 +76,8 @@ class PartRunner:
             extra.update(coverage_merge.attempt_env(where))
         if select is None and self.first_env:
             extra.update(self.first_env)
+        if self.part_env is not None:
+            extra.update(self.part_env(where))
         env = plugin_env(self.plugin, results_file, select=select_file, extra=extra)
         child: Optional[ChildResult] = None
         counts, early = SummaryCounts(), self.early

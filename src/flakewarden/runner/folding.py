@@ -80,13 +80,26 @@ def fold_test(
 
 
 def exit_code(
-    report: RunReport, *, ended_with: Optional[int], not_green: bool, fail_on_flaky: bool
+    report: RunReport,
+    *,
+    ended_with: Optional[int],
+    not_green: bool,
+    fail_on_flaky: bool,
+    forgiven: frozenset[str] = frozenset(),
 ) -> int:
-    """The run's exit code: ``ended_with`` when the loop ended the run, else from the totals."""
+    """The run's exit code: ``ended_with`` when the loop ended the run, else from the totals.
+
+    A failed test in ``forgiven`` (blame's ``ignore-in-gate``) does not fail the run.
+    """
     if ended_with is not None:
         return int(ended_with)
     totals = report.totals
-    if totals.failed or totals.error or not_green:
+    failing = sum(
+        1
+        for test in report.tests
+        if test.outcome in (Outcome.FAILED, Outcome.ERROR) and test.id not in forgiven
+    )
+    if failing or not_green:
         return ExitCode.TESTS_FAILED
     if fail_on_flaky and totals.flaky:
         return ExitCode.TESTS_FAILED

@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 import os
 import time
+from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, NamedTuple, Optional
 
@@ -66,6 +67,12 @@ class RunOptions(NamedTuple):
     shard: Optional[tuple[int, int]] = None
     shard_durations: Optional[dict[str, float]] = None
     rerun_policy: Optional[RerunPolicy] = None  # which failures are rerun, by what they raised
+    # More environment for one process of an attempt: (attempt number, measured by
+    # coverage, the process's directory) -> variables (blame measures the change this way).
+    part_env: Optional[Callable[[int, bool, Path], dict[str, str]]] = None
+    # Called with the folded report before its exit code is set; answers the failed tests
+    # that do not fail the run (blame's ``ignore-in-gate``).
+    judge: Optional[Callable[[RunReport], frozenset[str]]] = None
 
 
 Say = Callable[[str], None]
@@ -90,6 +97,7 @@ REPORT_FILES = (
     "summary.md",
     ".coverage",
     "coverage.xml",
+    "blame-base",
 )
 
 
@@ -172,11 +180,13 @@ def run_attempts(options: RunOptions, say: Say) -> Ran:
                 cwd=options.cwd,
                 fail_under=fail_under,
             )
+    forgiven = frozenset[str]() if options.judge is None else options.judge(report)
     report.exit_code = exit_code(
         report,
         ended_with=state.exit_code,
         not_green=state.not_green,
         fail_on_flaky=options.fail_on_flaky,
+        forgiven=forgiven,
     )
     return Ran(report, state.early.rendered)
 
@@ -300,6 +310,7 @@ def _attempt(
         while_running=_beside_first_process(options.while_first_runs) if number == 1 else None,
         early=state.early if number == 1 else None,
         first_env=_shard_env(options, plugin) if number == 1 else None,
+        part_env=None if options.part_env is None else partial(options.part_env, number, measure),
     )
     first = run_part(directory, command, select)
     from flakewarden.runner import consistency

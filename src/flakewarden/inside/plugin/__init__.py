@@ -19,6 +19,8 @@ variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
 - ``FLAKEWARDEN_SHARD``: ``K/N``, run only shard K of N of the collected tests
   (``shard_of``); ``FLAKEWARDEN_SHARD_DURATIONS``: JSON object of seconds by node id
   that balances the shards.
+- ``FLAKEWARDEN_BLAME``: a JSON plan; each test runs in a coverage context of its own,
+  and what it spawned or read is noted (``blame``).
 - ``FLAKEWARDEN_RECORD_FIXTURES``: ``1`` adds ``fixtures`` to the ``collected``
   record, each node id's ``item.fixturenames`` (burn-in maps a changed fixture to the
   tests that use it), and ``locations``, each node id's ``item.location`` as
@@ -49,7 +51,7 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
-from . import evidence
+from . import blame, evidence
 from .evidence import record_retry
 from .recorder import RAISED_ATTRIBUTE, RETRIES_ATTRIBUTE, Recorder, clip
 from .selection import select, shard_of
@@ -134,6 +136,8 @@ def pytest_configure(config: Any) -> None:
     evidence.listen(_active)
     if not _active:
         return
+    if blame.start(active=True):
+        config.pluginmanager.register(_Blame(), "flakewarden-blame")
     _repeat = int(os.environ.get("FLAKEWARDEN_REPEAT", "1") or "1")
     interval = os.environ.get("FLAKEWARDEN_SWITCH_INTERVAL")
     if interval:
@@ -192,6 +196,22 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     excinfo = call.excinfo
     if excinfo is not None and report.failed:
         setattr(report, RAISED_ATTRIBUTE, evidence.raised(excinfo.value))
+
+
+class _Blame:
+    """Each test's whole protocol (setup, call, teardown) in a coverage context of its own.
+
+    Registered only where blame measures: this hook runs in the process that runs the
+    test, never on an xdist controller (which only hears of its workers' tests).
+    """
+
+    @_hookwrapper
+    def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
+        blame.test_starts(item.nodeid)
+        try:
+            yield
+        finally:
+            blame.test_ends(item.nodeid)
 
 
 def pytest_runtest_protocol(item: Any, nextitem: Any) -> Optional[bool]:
@@ -298,6 +318,7 @@ def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
 def pytest_unconfigure(config: Any) -> None:
     global _plugin, _collected
     evidence.listen(False)
+    blame.finish()
     if _plugin is not None:
         _plugin.close()
         _plugin = None

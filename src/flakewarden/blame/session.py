@@ -1,0 +1,175 @@
+"""Blame through one ``flakewarden run``: the diff before the tests, a measured attempt, the
+verdicts after, the base check, and which failures the gate may forgive.
+
+The change is measured on one attempt only: attempt 1 when the run measures coverage anyway
+(``--coverage``, ``--cov``: switching a context per test costs next to nothing), else the
+first rerun, where only the failed tests run, under a coverage of the changed files alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import Callable, Optional
+
+from flakewarden.changes import Diff, changes_since
+from flakewarden.console import plural
+from flakewarden.model import BlameRun, Outcome, RunReport, TestResult
+
+from .judge import judge_report
+from .measured import PROCESS_FOLDER, read_measured
+from .plan import Plan, plan_for
+
+Say = Callable[[str], None]
+#: How many failed tests the base check runs at most.
+MAX_BASE_CHECKS = 20
+
+
+class Blame:
+    """One run's blame. ``part_env`` and ``judge`` are the attempt loop's hooks."""
+
+    def __init__(
+        self,
+        plan: Optional[Plan],
+        run: BlameRun,
+        *,
+        report_dir: Path,
+        cwd: Path,
+        command: Sequence[str],
+        check_base: bool = False,
+        base_timeout: float = 600.0,
+        say: Say = lambda line: None,
+    ) -> None:
+        self.plan, self.run = plan, run
+        self.report_dir, self.cwd, self.command = report_dir, cwd, list(command)
+        self.check_base, self.base_timeout, self.say = check_base, base_timeout, say
+        self.measured_attempt: Optional[int] = None
+
+    @classmethod
+    def start(
+        cls,
+        cwd: Path,
+        base: Optional[str],
+        *,
+        policy: str,
+        report_dir: Path,
+        command: Sequence[str],
+        check_base: bool,
+        base_timeout: float,
+        say: Say,
+    ) -> Blame:
+        """Read the diff (``base`` None: the pull request's base, else ``origin/HEAD``)."""
+        found = changes_since(cwd, base, ignore_cosmetic=True)
+        make = partial(
+            cls,
+            report_dir=report_dir,
+            cwd=cwd,
+            command=command,
+            check_base=check_base,
+            base_timeout=base_timeout,
+            say=say,
+        )
+        if not isinstance(found, Diff):
+            say(f"blame: {found.reason}; going on without it")
+            return make(None, BlameRun(base=base or "", unavailable=found.reason, policy=policy))
+        plan = plan_for(found)
+        run = BlameRun(
+            base=found.base,
+            merge_base=found.merge_base,
+            head=found.head,
+            files=[f.path for f in found.files],
+            changed_lines=plan.changed_lines,
+            policy=policy,
+        )
+        say(
+            f"blame: against {found.base} (merge base {found.merge_base[:12]}): "
+            f"{plural(plan.changed_lines, 'changed Python line')} in "
+            f"{plural(len(plan.python), 'file')}, {plural(len(found.files), 'file')} changed"
+        )
+        return make(plan, run)
+
+    def part_env(self, number: int, measure: bool, where: Path) -> dict[str, str]:
+        """The measured attempt's processes get the plugin's plan; the others nothing."""
+        if self.plan is None or number != (1 if measure else 2):
+            return {}
+        self.measured_attempt = number
+        folder = where.absolute() / PROCESS_FOLDER
+        folder.mkdir(parents=True, exist_ok=True)
+        plan_file = folder / "plan.json"
+        plan_file.write_text(json.dumps(self.plan.to_plugin(folder, measure)), encoding="utf-8")
+        return {"FLAKEWARDEN_BLAME": str(plan_file)}
+
+    def judge(self, report: RunReport) -> frozenset[str]:
+        """Set each failed test's ``change`` (and ``base``); the failures the gate forgives."""
+        report.blame = self.run
+        if self.plan is None:
+            return frozenset()
+        parts = self._measured_parts(report)
+        wanted = [self.plan.absolute(p) for p in self.plan.python]
+        measured = read_measured(parts, wanted, self.cwd)
+        for problem in measured.problems:
+            report.problems.append(f"blame: {problem}")
+        judge_report(self.plan, report.tests, measured, report.rootdir)
+        if self.check_base:
+            self._check_base(report)
+        forgiven = frozenset(
+            test.id
+            for test in report.tests
+            if self.run.policy == "ignore-in-gate" and _forgivable(test)
+        )
+        self.run.ignored = sorted(forgiven)
+        return forgiven
+
+    def _measured_parts(self, report: RunReport) -> list[Path]:
+        for attempt in report.attempts:
+            if attempt.number == self.measured_attempt:
+                directories = [attempt.directory] + [c.directory for c in attempt.continuations]
+                return [self.report_dir / d for d in directories]
+        return []
+
+    def _check_base(self, report: RunReport) -> None:
+        plan = self.plan
+        assert plan is not None
+        chosen = [
+            test
+            for test in report.tests
+            if test.outcome in (Outcome.FAILED, Outcome.ERROR)
+            and test.change is not None
+            and test.change.verdict != "touches"
+        ]
+        if not chosen:
+            return
+        if len(chosen) > MAX_BASE_CHECKS:
+            self.say(
+                f"blame: {len(chosen)} failed tests ran none of the change or cannot tell; "
+                f"the base check runs the first {MAX_BASE_CHECKS}"
+            )
+            chosen = chosen[:MAX_BASE_CHECKS]
+        from .base_check import check_on_base
+
+        self.say(f"blame: running {plural(len(chosen), 'failed test')} on the merge base")
+        found = check_on_base(
+            root=plan.root,
+            merge_base=plan.diff.merge_base,
+            cwd=self.cwd,
+            command=self.command,
+            test_ids=[test.id for test in chosen],
+            work_dir=self.report_dir / "blame-base",
+            timeout=self.base_timeout,
+            say=self.say,
+        )
+        for test in chosen:
+            test.base = found.get(test.id)
+
+
+def _forgivable(test: TestResult) -> bool:
+    """Failed every attempt, ran none of the change, and fails on the base too."""
+    return (
+        test.outcome in (Outcome.FAILED, Outcome.ERROR)
+        and test.change is not None
+        and test.change.verdict == "untouched"
+        and test.base is not None
+        and test.base.verdict == "fails"
+    )

@@ -1,0 +1,84 @@
+"""``flakewarden run --base``: every test whose first attempt failed says whether it ran the
+change, on a real git repository and real pytest processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from blame_project import blame_repo, run_blame
+
+BROKEN_TOTAL = """
+TAX = 0
+
+
+def total(items):
+    return sum(items) + TAX + 1
+
+
+def describe(items):
+    return f"{len(items)} items"
+"""
+
+
+def test_a_broken_change_touches_and_a_flake_elsewhere_is_untouched(tmp_path: Path) -> None:
+    repo = blame_repo(tmp_path / "repo")
+    repo.commit("break total", **{"src/shop/cart.py": BROKEN_TOTAL})
+    project, tests = run_blame(repo)
+
+    total = tests["tests/test_cart.py::test_total"]
+    assert total["outcome"] == "failed"
+    assert total["change"]["verdict"] == "touches"
+    assert total["change"]["lines"] == {"src/shop/cart.py": [[5, 5]]}
+
+    flaky = tests["tests/test_flaky.py::test_flaky"]
+    assert flaky["outcome"] == "flaky"
+    assert flaky["change"]["verdict"] == "untouched", flaky["change"]
+    assert "none of the 1 changed line" in flaky["change"]["why"]
+
+    broken = tests["tests/test_broken.py::test_broken"]
+    assert broken["change"]["verdict"] == "untouched"
+    # A test that passed has nothing to blame.
+    assert "change" not in tests["tests/test_cart.py::test_describe"]
+
+    report = (project.root / "report" / "report.json").read_text(encoding="utf-8")
+    assert '"merge_base"' in report and '"changed_lines": 1' in report
+
+
+def test_a_changed_conftest_makes_its_folders_failures_unknown(tmp_path: Path) -> None:
+    repo = blame_repo(tmp_path / "repo")
+    conftest = (repo.root / "tests/sub/conftest.py").read_text(encoding="utf-8")
+    hooked = conftest + "\n\ndef pytest_report_header(config):\n    return 'limits'\n"
+    repo.commit("a header", **{"tests/sub/conftest.py": hooked})
+    _, tests = run_blame(repo)
+    limit = tests["tests/sub/test_limit.py::test_limit"]["change"]
+    assert limit["verdict"] == "unknown"
+    assert limit["why"] == "tests/sub/conftest.py changed, and it changes how the tests run"
+    # A test outside the conftest's folder is not reached by it.
+    assert tests["tests/test_broken.py::test_broken"]["change"]["verdict"] == "untouched"
+
+
+def test_a_changed_fixture_that_the_test_ran_touches(tmp_path: Path) -> None:
+    repo = blame_repo(tmp_path / "repo")
+    conftest = (repo.root / "tests/sub/conftest.py").read_text(encoding="utf-8")
+    repo.commit("raise the limit", **{"tests/sub/conftest.py": conftest.replace("3", "4")})
+    _, tests = run_blame(repo)
+    limit = tests["tests/sub/test_limit.py::test_limit"]["change"]
+    assert limit["verdict"] == "touches"
+    assert limit["lines"] == {"tests/sub/conftest.py": [[6, 6]]}
+
+
+def test_a_module_level_change_is_unknown_for_a_test_that_imports_it(tmp_path: Path) -> None:
+    repo = blame_repo(tmp_path / "repo")
+    changed = BROKEN_TOTAL.replace("TAX = 0", "TAX = 1").replace(" + TAX + 1", " + TAX")
+    repo.commit("tax", **{"src/shop/cart.py": changed})
+    _, tests = run_blame(repo)
+    # test_total calls total(), which reads TAX: it did not run line 1, yet the change
+    # reached it through the import.
+    total = tests["tests/test_cart.py::test_total"]
+    assert total["change"]["verdict"] == "unknown"
+    assert "module-level code (line 1)" in total["change"]["why"]
+    flaky = tests["tests/test_flaky.py::test_flaky"]
+    assert flaky["change"]["verdict"] == "unknown"  # it imports shop.cart
+    # test_broken imports nothing of it, but its rerun's process did (the failed tests are
+    # rerun together): reading a changed constant runs no line, so nobody can tell.
+    assert tests["tests/test_broken.py::test_broken"]["change"]["verdict"] == "unknown"

@@ -76,9 +76,11 @@ def test_a_module_level_change_is_unknown_for_a_test_that_imports_it(tmp_path: P
     # reached it through the import.
     total = tests["tests/test_cart.py::test_total"]
     assert total["change"]["verdict"] == "unknown"
-    assert "module-level code (line 1)" in total["change"]["why"]
+    assert total["change"]["why"] == (
+        "src/shop/cart.py changed module-level code (line 1), which runs at import, "
+        "and the test uses that module"
+    )
     flaky = tests["tests/test_flaky.py::test_flaky"]
-    assert flaky["change"]["verdict"] == "unknown"  # it imports shop.cart
-    # test_broken imports nothing of it, but its rerun's process did (the failed tests are
-    # rerun together): reading a changed constant runs no line, so nobody can tell.
-    assert tests["tests/test_broken.py::test_broken"]["change"]["verdict"] == "unknown"
+    assert flaky["change"]["verdict"] == "unknown"  # its module holds shop.cart
+    # test_broken's module refers to nothing of it, and it ran none of it.
+    assert tests["tests/test_broken.py::test_broken"]["change"]["verdict"] == "untouched"

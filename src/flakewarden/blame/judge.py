@@ -4,9 +4,10 @@
 that, anything coverage cannot follow makes it ``unknown``, never ``untouched``: a changed
 configuration file that reaches the test, a compiled extension's source, a deleted Python
 module, a changed data file the test (or its collection) opened, a subprocess it started
-while Python code changed, module-level code of a changed module it imported (that runs at
-import, in no test's context), a changed file that was imported but not measured, or
-edits not committed. Only then ``untouched``.
+while Python code changed, module-level code of a changed module the test uses (it runs at
+import, in no test's context; "uses": the test ran a line of it, or the test's module is
+it or refers to it or to something defined in it), a changed file that was imported but
+not measured, or edits not committed. Only then ``untouched``.
 """
 
 from __future__ import annotations
@@ -100,20 +101,23 @@ def _doubts(plan: Plan, test: TestResult, seen: Seen, rootdir: str) -> list[str]
         doubts.append(
             f"it started a subprocess ({seen.spawned[0]}), which coverage does not follow"
         )
-    imported = {path for path in plan.python if plan.absolute(path) in seen.imported}
-    for path in sorted(imported):
+    for path in sorted(plan.python):
+        real = plan.absolute(path)
+        if real not in seen.imported:
+            continue  # never loaded in the test's process: nothing of it could reach it
         mapped = plan.python[path]
+        reached = bool(seen.executed.get(real)) or real in seen.uses
         if path in plan.dirty:
             doubts.append(f"{path} has edits not committed, so its lines do not match the diff")
         elif not mapped.parsed or path in plan.unparsed:
             doubts.append(f"{path} changed and is not Python this interpreter parses")
-        elif mapped.at_import:
+        elif mapped.at_import and reached:
             first = min(mapped.at_import)
             doubts.append(
                 f"{path} changed module-level code (line {first}), which runs at import, "
-                "before any test"
+                "and the test uses that module"
             )
-        elif plan.absolute(path) not in seen.covered:
+        elif real not in seen.covered:
             doubts.append(f"{path} was imported but coverage measured none of it")
     return doubts
 

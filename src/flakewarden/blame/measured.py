@@ -28,6 +28,7 @@ class Seen:
 
     spawned: list[str] = field(default_factory=list)
     read: list[str] = field(default_factory=list)
+    uses: set[str] = field(default_factory=set)  # changed files its module is or refers to
     executed: dict[str, set[int]] = field(default_factory=dict)  # real path -> lines
     # The process's: watched files read at collection, changed files imported, any error.
     collection_read: list[str] = field(default_factory=list)
@@ -97,6 +98,7 @@ def _read_seen(folder: Path, measured: Measured) -> dict[str, Seen]:
                 tests[entry["id"]] = Seen(
                     spawned=[str(c) for c in entry.get("spawned") or []],
                     read=[str(p) for p in entry.get("read") or []],
+                    uses={str(p) for p in entry.get("uses") or []},
                 )
         for test in tests.values():
             test.collection_read, test.imported, test.error = collection, imported, error

@@ -207,7 +207,7 @@ class _Blame:
 
     @_hookwrapper
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
-        blame.test_starts(item.nodeid)
+        blame.test_starts(item.nodeid, getattr(item, "module", None), getattr(item, "path", None))
         try:
             yield
         finally:
@@ -298,6 +298,7 @@ def pytest_collectreport(report: Any) -> None:
 
 
 def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
+    blame.finish()  # here, not at unconfigure: an xdist worker never gets that far
     if _plugin is None:
         return
     _plugin.finish_all()

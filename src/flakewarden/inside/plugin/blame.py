@@ -13,7 +13,8 @@ process already runs under coverage.py: ``coverage run`` or pytest-cov).
   watched files it opened, and, outside any test, the watched files opened at collection.
   Coverage follows neither a subprocess nor a data file: the judge says ``unknown`` then.
 - At the end ``out/seen-<pid>.jsonl`` holds one line per test (``id``, ``spawned``,
-  ``read``), one for collection (``id`` ""), and a last one with the changed files loaded
+  ``read``, and ``uses``: the changed files its module is or holds a module or a
+  definition of), one for collection (``id`` ""), and a last one with the changed files loaded
   as modules (``imported``) and any ``error`` (coverage.py not installed here).
 
 Standard library only; coverage.py is imported when it is installed in this interpreter.
@@ -42,6 +43,9 @@ class _State:
     def __init__(self, plan: dict[str, Any]) -> None:
         self.out = str(plan["out"])
         self.include = [str(p) for p in plan.get("include") or []]
+        self.wanted = {os.path.normcase(os.path.realpath(p)) for p in self.include}
+        self.changed_modules: dict[str, str] = {}
+        self.modules_seen = 0
         self.watch = {os.path.normcase(str(p)) for p in plan.get("watch") or []}
         self.watch_names = {os.path.basename(p) for p in self.watch}
         self.shared = bool(plan.get("shared"))
@@ -53,7 +57,8 @@ class _State:
 
     def note(self, kind: str, value: str) -> None:
         noted = self.seen.setdefault(self.current or "", {}).setdefault(kind, [])
-        if len(noted) < MAX_NOTED and value not in noted:
+        limit = MAX_NOTED if kind != "uses" else len(self.include)
+        if len(noted) < limit and value not in noted:
             noted.append(value[:300])
 
 
@@ -144,13 +149,48 @@ def _switch(state: _State, context: str) -> None:
             state.error = f"coverage.py would not switch to a test's context: {error}"
 
 
-def test_starts(nodeid: str) -> None:
+def test_starts(nodeid: str, module: Any = None, path: Any = None) -> None:
     state = _state
     if state is None:
         return
     state.current = nodeid
     state.seen.setdefault(nodeid, {})
+    for used in _uses(state, module, path):
+        state.note("uses", used)
     _switch(state, nodeid)
+
+
+def _uses(state: _State, module: Any, path: Any) -> set[str]:
+    """The changed files a test's module is, or holds (a module, a package above it, or a
+    definition from it)."""
+    found = set()
+    if path is not None:
+        real = os.path.normcase(os.path.realpath(str(path)))
+        if real in state.wanted:
+            found.add(real)
+    names = set()
+    for value in list(getattr(module, "__dict__", {}).values()):
+        name = getattr(value, "__name__" if isinstance(value, type(sys)) else "__module__", "")
+        if isinstance(name, str) and name:
+            names.add(name)
+    for name, real in _changed_modules(state).items():
+        parts = name.split(".")
+        if any(".".join(parts[:end]) in names for end in range(1, len(parts) + 1)):
+            found.add(real)
+    return found
+
+
+def _changed_modules(state: _State) -> dict[str, str]:
+    """The loaded modules that are changed files, by name (looked for again as more load)."""
+    if len(sys.modules) != state.modules_seen:
+        state.modules_seen = len(sys.modules)
+        for name, loaded in list(sys.modules.items()):
+            file = getattr(loaded, "__file__", None)
+            if isinstance(file, str):
+                real = os.path.normcase(os.path.realpath(file))
+                if real in state.wanted:
+                    state.changed_modules[name] = real
+    return state.changed_modules
 
 
 def test_ends(nodeid: str) -> None:
@@ -174,7 +214,7 @@ def finish() -> None:
             state.coverage.save()
         except Exception as error:
             state.error = f"coverage.py could not save what it measured: {error}"
-    wanted = {os.path.normcase(os.path.realpath(p)) for p in state.include}
+    wanted = state.wanted
     imported = set()
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)

@@ -27,13 +27,18 @@ variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
   ``[file, line]`` (file relative to the rootdir, line counted from 0 or null: burn-in
   maps a test to its definition and annotates that line). Not under xdist: its
   controller holds ids, not items.
+- ``FLAKEWARDEN_MODULES_UNDER``: a folder (the pull request's checkout, when the base
+  check runs the tests on a worktree of the merge base): a ``modules`` record lists the
+  files of the modules loaded from under it, once collection is done and
+  again when the session ends. Under xdist only the controller's modules are seen.
 
 Records (one JSON object per line, ``kind`` says which):
 ``config`` (rootdir, invocation args, positional args; ``loaded`` and ``time``: when
 pytest imported this module and when it configured), ``collected`` (the node
 ids the session is to run, in order), ``start`` (a test is about to run),
 ``test`` (one per test and iteration, with each phase and its subtests),
-``collect_error``, ``pytest_stats`` (what pytest's own terminal summary
+``collect_error``, ``modules`` (the files loaded from under
+``FLAKEWARDEN_MODULES_UNDER``), ``pytest_stats`` (what pytest's own terminal summary
 counted, for the consistency check) and ``session`` (exit status).
 
 Every record reaches the operating system as it is written (a ``write`` per
@@ -51,7 +56,7 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
-from . import blame, evidence
+from . import blame, evidence, modules
 from .evidence import record_retry
 from .recorder import RAISED_ATTRIBUTE, RETRIES_ATTRIBUTE, Recorder, clip
 from .selection import select, shard_of
@@ -256,6 +261,13 @@ def pytest_runtest_teardown(item: Any, nextitem: Any) -> None:
 def pytest_collection_finish(session: Any) -> None:
     if _plugin is not None and not _is_worker(session.config):
         _record_collected([item.nodeid for item in session.items], session.items)
+        _record_modules()
+
+
+def _record_modules() -> None:
+    found = modules.record()
+    if found is not None and _plugin is not None:
+        _plugin.write(found)
 
 
 def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
@@ -302,6 +314,7 @@ def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
     if _plugin is None:
         return
     _plugin.finish_all()
+    _record_modules()
     stats = terminal_counts(session.config)
     if stats is not None:
         _plugin.write(stats)

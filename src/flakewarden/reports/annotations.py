@@ -107,9 +107,8 @@ def _message(test: TestResult, lead: str, gate: str = "") -> str:
     text = f"{lead} ({_attempts_text(test)})"
     if first:
         text += f": {first}"
-    if gate:
-        text += f"\n{gate}"
-    blame = blame_text.sentences(test)
+    # A gate note states both blame facts already; otherwise the facts are said alone.
+    blame = gate or blame_text.sentences(test)
     if blame:
         text += f"\n{blame}"
     if test.not_rerun:

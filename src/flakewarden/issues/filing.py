@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from flakewarden.errors import GitHubError
 from flakewarden.github.api import GitHubClient
-from flakewarden.issues.hit_ledger import Checkpoint, Evidence, record
+from flakewarden.issues.hit_ledger import ORIGIN_VERDICT, VERDICTS, Checkpoint, Evidence, record
 from flakewarden.issues.marker import id_fields, key_for
 from flakewarden.issues.merge import absorb, dedup, forward
 from flakewarden.issues.owners import Ownership
@@ -134,6 +134,9 @@ def _open(
     stamp = iso(now)
     marker = {**id_fields(test.id), "hits": 1, "first": stamp, "last": stamp}
     marker.update(origin=seen.key, ledger=Checkpoint(None, 0).to_json())
+    verdict = _verdict(test)
+    if verdict:
+        marker.update({ORIGIN_VERDICT: verdict, "untouched": 0, "touches": 0, verdict: 1})
     labels: list[str] = []
     assignees: tuple[str, ...] = ()
     section: list[str] = []
@@ -180,6 +183,7 @@ def _file_one(
         lambda h: recurrence_comment(test, ctx, h, reopen),
         seen.not_before,
         change,
+        {seen.key: verdict} if (verdict := _verdict(test)) else None,
         **fields,
     )
     issue, hits = forward(tracker, issue, hits, {seen.key: 1})
@@ -192,3 +196,9 @@ def _file_one(
             tracker.notes.append(f"merging #{extra.number} into #{issue.number}: {exc}")
     action = ("reopened" if reopen else "recurred") if new else "counted"
     return Filed(test.id, action, issue.number, issue.html_url, hits)
+
+
+def _verdict(test: TestResult) -> str:
+    """``untouched`` or ``touches`` when blame judged the test against a change, else ``""``."""
+    verdict = test.change.verdict if test.change is not None else ""
+    return verdict if verdict in VERDICTS else ""

@@ -22,6 +22,13 @@ loses no hit, the next writer recounts.
 Only records by the issue's author (the filer), by GitHub Actions, or by the
 repository's owners, members and collaborators are counted: a drive-by
 comment holding a record line counts nothing.
+
+A record also says, for a key whose run judged the test against a pull request's
+change (blame), whether that run's failure ran the change (``touches``) or none
+of it (``untouched``). Those are counted like the hits, per distinct key, into
+the marker's ``untouched`` and ``touches`` (and the checkpoint's), so the share
+of hits that ran none of the change they were tested with is as exact as the
+hits. A marker or record without them counts 0 known.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
-from flakewarden.issues.marker import HITS_MAX, hits_of, parse_time, valid_key
+from flakewarden.issues.marker import HITS_MAX, count_of, hits_of, parse_time, valid_key
 
 if TYPE_CHECKING:
     from flakewarden.issues.records import FlakeIssue
@@ -51,6 +58,31 @@ TRUSTED = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 ACTIONS_BOT = "github-actions[bot]"
 
 
+#: The change verdicts a record counts (``unknown`` is a hit with nothing known).
+VERDICTS = ("untouched", "touches")
+#: The marker key that says how the origin's run judged the test.
+ORIGIN_VERDICT = "origin_change"
+
+
+class Tally(NamedTuple):
+    """An issue's hits, and how many of them ran none of their change, or some of it."""
+
+    hits: int
+    untouched: int = 0
+    touches: int = 0
+
+    @property
+    def judged(self) -> int:
+        """The hits whose run judged the test against a change, either way."""
+        return self.untouched + self.touches
+
+
+def tally_of(marker: Mapping[str, Any]) -> Tally:
+    """The counts a checked marker caches (0 for each it lacks: an older issue)."""
+    data = dict(marker)
+    return Tally(hits_of(data), count_of(data, "untouched"), count_of(data, "touches"))
+
+
 class Evidence(NamedTuple):
     """The run a flake was seen in: its key, and a moment before any record of it."""
 
@@ -58,22 +90,36 @@ class Evidence(NamedTuple):
     not_before: str  # ISO 8601; no record of ``key`` can be older
 
 
-def record_line(keys: Mapping[str, int]) -> str:
+def record_line(keys: Mapping[str, int], verdicts: Optional[Mapping[str, str]] = None) -> str:
     """The hidden line that records ``keys``, each worth its number of hits (no newline).
 
     A key is worth 1 hit, except one that carries the count of an issue merged from a
-    version that kept hits in its marker only.
+    version that kept hits in its marker only. ``verdicts`` lists, under ``untouched``
+    and ``touches``, the keys whose run judged the test against a change.
     """
     plain = sorted(k for k, n in keys.items() if n == 1)
     data: dict[str, Any] = {"keys": plain}
     weighted = {k: n for k, n in sorted(keys.items()) if n != 1}
     if weighted:
         data["weights"] = weighted
+    for verdict in VERDICTS:
+        judged = sorted(k for k, v in (verdicts or {}).items() if v == verdict and k in keys)
+        if judged:
+            data[verdict] = judged
     return PREFIX + json.dumps(data, separators=(", ", ": ")) + " -->"
 
 
 def record_keys(body: Any) -> dict[str, int]:
     """The keys a comment body records and their hits: those of its first good record line."""
+    return record_of(body)[0]
+
+
+def record_of(body: Any) -> tuple[dict[str, int], dict[str, str]]:
+    """The keys of a comment body's first good record line, and their change verdicts.
+
+    A verdict list that is not a list of the line's own keys is left out: the hits count
+    as before, with nothing known of their change.
+    """
     for match in _LINE.finditer(body if isinstance(body, str) else ""):
         try:
             data = json.loads(match.group(1))
@@ -90,8 +136,18 @@ def record_keys(body: Any) -> dict[str, int]:
         found = {str(k): 1 for k in keys}
         found.update({str(k): int(n) for k, n in weights.items()})
         if found:
-            return found
-    return {}
+            return found, _verdicts(data, found)
+    return {}, {}
+
+
+def _verdicts(data: Mapping[str, Any], keys: Mapping[str, int]) -> dict[str, str]:
+    verdicts: dict[str, str] = {}
+    for verdict in VERDICTS:
+        listed = data.get(verdict)
+        if isinstance(listed, list) and all(isinstance(k, str) and k in keys for k in listed):
+            for key in listed:
+                verdicts.setdefault(key, verdict)
+    return verdicts
 
 
 def _weight(key: Any, hits: Any) -> bool:
@@ -111,10 +167,20 @@ def iso(moment: dt.datetime) -> str:
 class Record:
     at: dt.datetime
     keys: Mapping[str, int]  # key -> the hits it is worth (1, but for a merged old count)
+    verdicts: Mapping[str, str] = dataclasses.field(default_factory=dict)  # key -> VERDICTS
 
 
-def _sum(keys: Mapping[str, int], leave_out: frozenset[str]) -> int:
-    return sum(n for k, n in keys.items() if k not in leave_out)
+def verdicts_of(records: Iterable[Record]) -> dict[str, str]:
+    """Each key's change verdict, as the first record that names one says."""
+    found: dict[str, str] = {}
+    for r in records:
+        for k, v in r.verdicts.items():
+            found.setdefault(k, v)
+    return found
+
+
+def _judged(keys: Mapping[str, int], verdicts: Mapping[str, str], verdict: str) -> int:
+    return sum(n for k, n in keys.items() if verdicts.get(k) == verdict)
 
 
 def union(records: Iterable[Record]) -> dict[str, int]:
@@ -130,33 +196,52 @@ class Checkpoint:
     before: Optional[dt.datetime]  # None: every record counts
     count: int
     edge: frozenset[str] = frozenset()
+    untouched: int = 0  # of ``count``, the hits that ran none of their change
+    touches: int = 0  # and those that ran some of it
 
     @classmethod
     def of(cls, marker: Mapping[str, Any]) -> Checkpoint:
         """The marker's checkpoint; a marker with none (edited by hand) starts one at its hits."""
         ledger = marker.get("ledger")
         if not isinstance(ledger, Mapping):
-            return cls(None, hits_of(dict(marker)))
+            cached = tally_of(marker)
+            return cls(None, cached.hits, untouched=cached.untouched, touches=cached.touches)
         return cls(
             parse_time(ledger.get("before")),
             int(ledger.get("count") or 0),
             frozenset(str(k) for k in ledger.get("edge") or ()),
+            count_of(dict(ledger), "untouched"),
+            count_of(dict(ledger), "touches"),
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "before": None if self.before is None else iso(self.before),
             "count": self.count,
             "edge": sorted(self.edge),
         }
+        if self.untouched or self.touches:
+            data.update(untouched=self.untouched, touches=self.touches)
+        return data
 
     def counts(self, record: Record) -> bool:
         return self.before is None or record.at >= self.before
 
     def hits(self, records: Iterable[Record]) -> int:
         """The hits: those before the checkpoint, and each key recorded since, once."""
-        keys = union(r for r in records if self.counts(r))
-        return min(HITS_MAX, self.count + _sum(keys, self.edge))
+        return self.tally(records).hits
+
+    def tally(self, records: Iterable[Record]) -> Tally:
+        """The hits (see ``hits``), and of them the untouched and touching ones, alike."""
+        records = list(records)
+        counted = [r for r in records if self.counts(r)]
+        keys = {k: n for k, n in union(counted).items() if k not in self.edge}
+        verdicts = verdicts_of(counted)
+        return Tally(
+            min(HITS_MAX, self.count + sum(keys.values())),
+            min(HITS_MAX, self.untouched + _judged(keys, verdicts, "untouched")),
+            min(HITS_MAX, self.touches + _judged(keys, verdicts, "touches")),
+        )
 
     def moved_to(self, to: dt.datetime, records: Iterable[Record]) -> Checkpoint:
         """The checkpoint at ``to``, all of ``records`` (every record before ``to``) counted."""
@@ -167,8 +252,15 @@ class Checkpoint:
         edge = {k for r in records if to - EDGE <= r.at < to for k in r.keys}
         if self.before is not None and self.before > to - EDGE:
             edge |= self.edge
-        total = min(HITS_MAX, self.count + _sum(counted, self.edge))
-        return Checkpoint(to, total, frozenset(edge))
+        kept = {k: n for k, n in counted.items() if k not in self.edge}
+        verdicts = verdicts_of(r for r in records if self.counts(r) and r.at < to)
+        return Checkpoint(
+            to,
+            min(HITS_MAX, self.count + sum(kept.values())),
+            frozenset(edge),
+            min(HITS_MAX, self.untouched + _judged(kept, verdicts, "untouched")),
+            min(HITS_MAX, self.touches + _judged(kept, verdicts, "touches")),
+        )
 
 
 def trusted(comment: Mapping[str, Any], author: str) -> bool:
@@ -185,12 +277,14 @@ def records_of(issue: FlakeIssue, comments: Iterable[Mapping[str, Any]]) -> list
     origin = issue.marker.get("origin")
     created = parse_time(issue.created_at)
     if valid_key(origin) and created is not None:
-        found.append(Record(created, {str(origin): 1}))
+        verdict = issue.marker.get(ORIGIN_VERDICT)
+        judged = {str(origin): verdict} if verdict in VERDICTS else {}
+        found.append(Record(created, {str(origin): 1}, judged))
     for comment in comments:
-        keys = record_keys(comment.get("body"))
+        keys, verdicts = record_of(comment.get("body"))
         at = parse_time(comment.get("created_at"))
         if keys and at is not None and trusted(comment, issue.author):
-            found.append(Record(at, keys))
+            found.append(Record(at, keys, verdicts))
     return found
 
 
@@ -203,15 +297,18 @@ def record(
     tracker: FlakeTracker,
     issue: FlakeIssue,
     keys: Mapping[str, int],
-    text: Callable[[int], str],
+    text: Callable[[Tally], str],
     not_before: Optional[str] = None,
     change: Optional[Callable[[dict[str, Any]], None]] = None,
+    verdicts: Optional[Mapping[str, str]] = None,
     **fields: Any,
 ) -> tuple[FlakeIssue, int, bool]:
-    """Record ``keys`` on ``issue`` (a comment ``text(hits)`` unless all are recorded), then
+    """Record ``keys`` on ``issue`` (a comment ``text(tally)`` unless all are recorded), then
     write the recounted hits, ``change`` and ``fields`` (e.g. ``state``).
 
-    Returns the issue as written, its hits, and whether any key was new.
+    ``verdicts`` says, for a key whose run judged the test against a change, whether it
+    ran that change (``VERDICTS``). Returns the issue as written, its hits, and whether
+    any key was new.
 
     ``issue`` must have been read just now (``tracker.get``). The listing reaches back
     to ``not_before`` too, so a key recorded before the checkpoint is found and not
@@ -225,11 +322,18 @@ def record(
     new = {k: n for k, n in new.items() if k not in seen and k not in checkpoint.edge}
     posted: Optional[dt.datetime] = None
     if new:
-        hits = checkpoint.hits(records) + sum(new.values())
-        comment = tracker.comment(issue.number, text(hits).rstrip("\n") + "\n\n" + record_line(new))
+        judged = {k: v for k, v in (verdicts or {}).items() if k in new and v in VERDICTS}
+        so_far = checkpoint.tally(records)
+        tally = Tally(
+            so_far.hits + sum(new.values()),
+            so_far.untouched + _judged(new, judged, "untouched"),
+            so_far.touches + _judged(new, judged, "touches"),
+        )
+        line = record_line(new, judged)
+        comment = tracker.comment(issue.number, text(tally).rstrip("\n") + "\n\n" + line)
         posted = parse_time(comment.get("created_at"))
         if posted is not None:
-            records.append(Record(posted, new))
+            records.append(Record(posted, new, judged))
     issue, hits = settle(tracker, issue, records, posted, change, **fields)
     return issue, hits, bool(new)
 
@@ -247,10 +351,13 @@ def settle(
     hits = 0
     for round_ in range(ROUNDS):
         checkpoint = Checkpoint.of(marker)
-        hits = checkpoint.hits(records)
+        tally = checkpoint.tally(records)
+        hits = tally.hits
         if posted is not None:
             checkpoint = checkpoint.moved_to(posted - SETTLED, records)
         wanted = {**marker, "hits": hits, "ledger": checkpoint.to_json()}
+        if tally.judged or "untouched" in marker or "touches" in marker:
+            wanted.update(untouched=tally.untouched, touches=tally.touches)
         wanted.pop("from_title", None)
         if change is not None and round_ == 0:
             change(wanted)
@@ -262,6 +369,6 @@ def settle(
         marker = dict(issue.marker)
         since = Checkpoint.of(marker).before
         records = records_of(issue, tracker.comments(issue.number, iso(since) if since else None))
-        if hits_of(marker) == Checkpoint.of(marker).hits(records) and "ledger" in marker:
+        if tally_of(marker) == Checkpoint.of(marker).tally(records) and "ledger" in marker:
             return issue, hits_of(marker)
     return issue, hits

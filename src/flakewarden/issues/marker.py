@@ -33,7 +33,7 @@ HITS_MAX = 10**9
 # Longer ids are keyed by their digest; the marker then holds a clipped id to show.
 ID_LIMIT = LONG_ID_LIMIT
 ID_SHOWN = 200
-_COUNTS = ("hits", "runs", "failures")
+_COUNTS = ("hits", "runs", "failures", "untouched", "touches")
 # An evidence key (``hit_ledger``): a run's id, written by flakewarden.
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,99}")
 
@@ -141,6 +141,10 @@ def _ledger_problem(ledger: Any) -> str:
     before = ledger.get("before")
     if before is not None and parse_time(before) is None:
         return f"ledger before: {_show(before)}"
+    for key in ("untouched", "touches"):
+        value = ledger.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= HITS_MAX:
+            return f"ledger {key}: {_show(value)}"
     edge = ledger.get("edge")
     if edge is not None and not (isinstance(edge, list) and all(valid_key(k) for k in edge)):
         return f"ledger edge: {_show(edge)}"
@@ -172,7 +176,12 @@ def scan(body: Optional[str]) -> Scan:
 
 def hits_of(data: dict[str, Any]) -> int:
     """The hit count of a checked marker (0 when absent)."""
-    value = data.get("hits", 0)
+    return count_of(data, "hits")
+
+
+def count_of(data: dict[str, Any], key: str) -> int:
+    """The count ``key`` of a checked marker or ledger (0 when absent: an older issue)."""
+    value = data.get(key, 0)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 

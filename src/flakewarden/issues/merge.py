@@ -14,7 +14,16 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Mapping
 
-from flakewarden.issues.hit_ledger import Checkpoint, Record, iso, record, records_of, union
+from flakewarden.issues.hit_ledger import (
+    Checkpoint,
+    Record,
+    Tally,
+    iso,
+    record,
+    records_of,
+    union,
+    verdicts_of,
+)
 from flakewarden.issues.marker import key_of, parse_time
 from flakewarden.issues.records import Filed, FlakeIssue, MalformedMarker, RunContext
 from flakewarden.issues.tracker import FlakeTracker
@@ -33,7 +42,8 @@ def absorb(
     """Record ``loser``'s hits on ``winner``, then close it as a duplicate; the winner, hits."""
     if loser.problem:
         raise MalformedMarker(loser.number, loser.problem)
-    keys = _held(loser, records_of(loser, tracker.comments(loser.number)))
+    held = records_of(loser, tracker.comments(loser.number))
+    keys = _held(loser, held)
     target = tracker.get(winner)
     if target.problem:
         raise MalformedMarker(winner, target.problem)
@@ -47,16 +57,25 @@ def absorb(
             "moment, now closed as a duplicate; its hits are counted here.\n"
         ),
         not_before=None if oldest is None else iso(oldest - KEY_SLACK),
+        verdicts=verdicts_of(held),
     )
     target, hits = forward(tracker, target, hits, keys)
     marker = {**loser.marker, "duplicate_of": target.number}
     marker.pop("from_title", None)
     tracker.update(loser, marker, state="closed", state_reason="not_planned")
     # A record another job left on the loser while it was being closed goes along too.
-    again = _held(loser, records_of(loser, tracker.comments(loser.number)))
-    late = {k: n for k, n in again.items() if k not in keys}
+    held = records_of(loser, tracker.comments(loser.number))
+    late = {k: n for k, n in _held(loser, held).items() if k not in keys}
     if late:
-        target, hits, _ = record(tracker, tracker.get(target.number), late, _moved(loser.number))
+        target, hits, _ = record(
+            tracker,
+            tracker.get(target.number),
+            late,
+            _moved(loser.number),
+            None,
+            None,
+            verdicts_of(held),
+        )
     tracker.comment(
         loser.number,
         f"Duplicate of #{target.number}: jobs filed this flake at the same moment and "
@@ -75,7 +94,7 @@ def _held(issue: FlakeIssue, records: list[Record]) -> dict[str, int]:
     return {k: n for k, n in keys.items() if k not in checkpoint.edge}
 
 
-def _moved(number: int) -> Callable[[int], str]:
+def _moved(number: int) -> Callable[[Tally], str]:
     return lambda _hits: f"Hits recorded on #{number} after it was merged into this issue.\n"
 
 

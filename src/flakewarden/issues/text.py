@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
+from flakewarden.issues.hit_ledger import Tally, tally_of
 from flakewarden.issues.marker import format_marker
 from flakewarden.model import TestResult
+from flakewarden.reports import blame_text
 from flakewarden.reports import markdown as md
 
 if TYPE_CHECKING:
@@ -52,6 +54,32 @@ def _summary(test: TestResult) -> str:
     if not failures and test.retries:
         return f"passed only after retries inside the test ({md.escape(test.retried_inside)})"
     return f"failed {failures} of {len(test.attempts)} attempts, then passed on a rerun"
+
+
+def untouched_share(tally: Tally) -> str:
+    """``2 of 5 hits ran none of the change they were tested with.``, or ``""``.
+
+    Only hits judged against a pull request's change count (a hit on ``main`` has no
+    change to run): that a test failed on changes it never executed is evidence its
+    flakiness has nothing to do with them (DeFlaker, ICSE 2018).
+    """
+    if not tally.judged:
+        return ""
+    hits = "hit" if tally.judged == 1 else "hits"
+    return (
+        f"{tally.untouched} of {tally.judged} {hits} ran none of the change they were tested with."
+    )
+
+
+def _this_run(test: TestResult) -> str:
+    """``In this run it ran none of this pull request's changes; fails on the base too.``"""
+    said = blame_text.phrase(test)
+    return f"In this run it {md.escape(said)}." if said else ""
+
+
+def _blame(test: TestResult, tally: Tally) -> list[str]:
+    found = [line for line in (_this_run(test), untouched_share(tally)) if line]
+    return [" ".join(found), ""] if found else []
 
 
 def _retry_details(test: TestResult, shown: int) -> str:
@@ -129,6 +157,7 @@ def issue_body(
         "",
         f"It {_summary(test)} in {ctx.describe()}.",
         "",
+        *_blame(test, tally_of(marker)),
     ]
     if test.file:
         where = test.file + (f":{test.line}" if test.line is not None else "")
@@ -152,14 +181,17 @@ def issue_body(
     return "\n".join(parts)
 
 
-def recurrence_comment(test: TestResult, ctx: RunContext, hits: int, reopened: bool) -> str:
+def recurrence_comment(test: TestResult, ctx: RunContext, tally: Tally, reopened: bool) -> str:
     head = (
         f"**The fix did not hold:** this test flaked again in {ctx.describe()}, "
         "so the issue is reopened."
         if reopened
         else f"Flaked again in {ctx.describe()}."
     )
-    lines = [head, "", f"It {_summary(test)}. Hits so far: **{hits}**."]
+    lines = [head, "", f"It {_summary(test)}. Hits so far: **{tally.hits}**."]
+    blame = _blame(test, tally)
+    if blame:
+        lines += ["", blame[0]]
     first = test.first_failure
     if first is not None and first.message:
         lines += ["", f"First line: {md.code(md.clip(first.message, 300))}"]

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import NamedTuple, Optional
 
 from flakewarden.model import Outcome, RunReport, TestResult
+from flakewarden.model.blame import BlameRun
 from flakewarden.model.subtests import failed_histories
+from flakewarden.reports import blame_text
 
 #: GitHub drops silently what a step emits beyond 10 errors, 10 warnings and 10 notices.
 ANNOTATION_LIMIT = 10
@@ -24,6 +26,7 @@ NOTICE = "notice"
 KINDS = (ERROR, WARNING, NOTICE)
 
 HARD_FAILURES = (Outcome.FAILED, Outcome.ERROR)
+UNTOUCHED_POLICY = "blame.untouched_failures"
 DISAGREEMENT_TITLE = "flakewarden: records disagree with pytest"
 
 
@@ -99,11 +102,15 @@ def _subtests_text(test: TestResult) -> str:
     return f"\nFailed subtests, by attempt: {shown}{more}"
 
 
-def _message(test: TestResult, lead: str) -> str:
+def _message(test: TestResult, lead: str, gate: str = "") -> str:
     first = _first_failure_text(test)
     text = f"{lead} ({_attempts_text(test)})"
     if first:
         text += f": {first}"
+    # A gate note states both blame facts already; otherwise the facts are said alone.
+    blame = gate or blame_text.sentences(test)
+    if blame:
+        text += f"\n{blame}"
     if test.not_rerun:
         text += f"\n{test.not_rerun[:1].upper()}{test.not_rerun[1:]}."
     if test.retries:
@@ -117,21 +124,38 @@ def _message(test: TestResult, lead: str) -> str:
     return text
 
 
-def annotation_for(test: TestResult, rootdir: str, workspace: Optional[str]) -> Annotation:
-    """The annotation a test with a failing attempt gets."""
+def annotation_for(
+    test: TestResult,
+    rootdir: str,
+    workspace: Optional[str],
+    blame: Optional[BlameRun] = None,
+) -> Annotation:
+    """The annotation a test with a failing attempt gets.
+
+    With ``blame`` (the run's ``BlameRun``), a hard failure that ran none of the change
+    and fails on the base too is a warning under ``blame.untouched_failures`` ``warn``
+    and ``ignore-in-gate`` (the latter only for the tests that policy kept out of the gate).
+    """
     file = workspace_path(rootdir, test.file, workspace)
     line = test.line if file is not None else None
     if test.outcome == Outcome.FLAKY:
-        kind, title, lead = WARNING, f"Flaky test: {test.id}", "Failed, then passed on a rerun"
+        kind, name, lead = WARNING, "Flaky test", "Failed, then passed on a rerun"
     elif test.outcome == Outcome.QUARANTINED:
-        kind, title, lead = NOTICE, f"Quarantined test: {test.id}", "Quarantined, not blocking"
+        kind, name, lead = NOTICE, "Quarantined test", "Quarantined, not blocking"
     elif test.outcome == Outcome.ERROR:
-        kind, title, lead = ERROR, f"Test error: {test.id}", "Errored on every attempt"
+        kind, name, lead = ERROR, "Test error", "Errored on every attempt"
     elif test.not_rerun:
-        kind, title, lead = ERROR, f"Failed test: {test.id}", "Failed"
+        kind, name, lead = ERROR, "Failed test", "Failed"
     else:
-        kind, title, lead = ERROR, f"Failed test: {test.id}", "Failed on every attempt"
-    return Annotation(kind, title, _message(test, lead), file, line)
+        kind, name, lead = ERROR, "Failed test", "Failed on every attempt"
+    gate = ""
+    if kind == ERROR and blame_text.ignored_in_gate(test, blame):
+        kind, name = WARNING, f"{name}, not blocking the merge"
+        gate = f"This does not block the merge: {blame_text.NOT_BLOCKING}."
+    elif kind == ERROR and blame_text.only_warned(test, blame):
+        kind = WARNING
+        gate = f"A warning, not an error ({UNTOUCHED_POLICY}: warn): {blame_text.NOT_BLOCKING}."
+    return Annotation(kind, f"{name}: {test.id}", _message(test, lead, gate), file, line)
 
 
 def retried_annotation(test: TestResult, rootdir: str, workspace: Optional[str]) -> Annotation:
@@ -157,7 +181,7 @@ def rank_annotations(report: RunReport, workspace: Optional[str]) -> list[Annota
     Within a group the report's order is kept, so the first test to fail comes first.
     """
     ranked = [
-        annotation_for(test, report.rootdir, workspace)
+        annotation_for(test, report.rootdir, workspace, report.blame)
         for test in report.with_outcome(*HARD_FAILURES)
     ]
     for attempt in report.attempts[:1]:
@@ -169,7 +193,7 @@ def rank_annotations(report: RunReport, workspace: Optional[str]) -> list[Annota
             ranked.append(Annotation(WARNING, DISAGREEMENT_TITLE, text[:MESSAGE_LIMIT]))
     for outcome in (Outcome.FLAKY, Outcome.QUARANTINED):
         ranked.extend(
-            annotation_for(test, report.rootdir, workspace)
+            annotation_for(test, report.rootdir, workspace, report.blame)
             for test in report.with_outcome(outcome)
             if test.failures
         )

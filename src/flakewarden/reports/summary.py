@@ -14,36 +14,13 @@ from flakewarden.model import Outcome, RunReport, TestResult
 from flakewarden.model.raised import short_name
 from flakewarden.model.subtests import failed_histories
 from flakewarden.reports.annotations import ANNOTATION_LIMIT, KINDS, plan_annotations
+from flakewarden.reports.summary_blame import blame_notes, blame_phrase, judged
+from flakewarden.reports.summary_text import CELL_LIMIT, escape_markdown
+
+__all__ = ["CELL_LIMIT", "SUMMARY_LIMIT", "escape_markdown", "render_summary", "retried_inside"]
 
 #: GitHub's limit is 1 MiB per step summary; stay well below it.
 SUMMARY_LIMIT = 1024 * 1024 - 64 * 1024
-#: Longest test id or failure line shown in one table cell.
-CELL_LIMIT = 500
-
-_BACKSLASHED = set("\\`*_[]|~")
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
-
-
-def escape_markdown(text: str, limit: int = CELL_LIMIT) -> str:
-    """``text`` as literal inline Markdown on one line, cut at ``limit`` characters."""
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    out: list[str] = []
-    for char in text:
-        if char in "\r\n\t":
-            out.append(" ")
-        elif char in _ENTITIES:
-            out.append(_ENTITIES[char])
-        elif char == "@":
-            # A zero-width space after "@" stops GitHub linking (and notifying) a user.
-            out.append("@&#8203;")
-        elif char in _BACKSLASHED:
-            out.append("\\" + char)
-        elif ord(char) < 32 or ord(char) == 127:
-            continue
-        else:
-            out.append(char)
-    return "".join(out)
 
 
 def _size(lines: list[str]) -> int:
@@ -93,7 +70,7 @@ def _location(test: TestResult) -> str:
     return escape_markdown(where)
 
 
-def _row(test: TestResult) -> str:
+def _row(test: TestResult, blame_column: bool = False) -> str:
     failure = test.first_failure
     first = ""
     if failure is not None:
@@ -105,6 +82,7 @@ def _row(test: TestResult) -> str:
         f"| {escape_markdown(test.outcome_text)} | {escape_markdown(test.id)} "
         f"| {escape_markdown(attempts)} "
         f"| {escape_markdown(first)} | {_location(test)} |"
+        + (f" {blame_phrase(test)} |" if blame_column else "")
     )
 
 
@@ -126,6 +104,11 @@ def _retried_row(test: TestResult) -> str:
 _TABLE_HEAD = [
     "| Outcome | Test | Attempts | First failure | Location |",
     "|---|---|---|---|---|",
+]
+# The failed and flaky tests' table when blame judged any of them.
+_BLAME_HEAD = [
+    "| Outcome | Test | Attempts | First failure | Location | Blame |",
+    "|---|---|---|---|---|---|",
 ]
 
 
@@ -251,7 +234,7 @@ def _fit(
 ) -> list[str]:
     """Add table rows while they fit in ``limit`` bytes; say how many were left out.
 
-    A group's intro ends with its table head when it is not the tests' table.
+    A group's intro ends with its table head when it is not the tests' plain table.
     """
     reserve = 300  # the truncation notice
     budget = limit - _size(head) - _size(tail) - reserve
@@ -260,7 +243,7 @@ def _fit(
     body: list[str] = []
     left_out = 0
     for intro, rows in groups:
-        table_head = [] if intro[-1:] == _SUBTEST_HEAD[-1:] else _TABLE_HEAD
+        table_head = [] if intro[-1:] and intro[-1].startswith("|---") else _TABLE_HEAD
         shown: list[str] = []
         for row in rows:
             cost = _size([row])
@@ -304,6 +287,7 @@ def render_summary(
         *_disagreements(report),
         *_totals_table(report),
         "",
+        *blame_notes(report),
         *_notes(report),
         "",
     ]
@@ -312,7 +296,10 @@ def render_summary(
     quarantined = report.with_outcome(Outcome.QUARANTINED)
     groups: list[tuple[list[str], list[str]]] = []
     if hard or flaky:
-        groups.append((["### Failed and flaky tests", ""], [_row(t) for t in [*hard, *flaky]]))
+        failing = [*hard, *flaky]
+        column = judged(failing)
+        intro = ["### Failed and flaky tests", "", *(_BLAME_HEAD if column else [])]
+        groups.append((intro, [_row(t, column) for t in failing]))
     if quarantined:
         groups.append(
             (

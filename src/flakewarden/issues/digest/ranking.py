@@ -25,7 +25,7 @@ from flakewarden.issues.digest import closes as unverified_closes
 from flakewarden.issues.digest import owners as by_owner
 from flakewarden.issues.digest.history import HistoryDigest
 from flakewarden.issues.digest.history import render as history_render
-from flakewarden.issues.marker import hits_of, key_of, scan
+from flakewarden.issues.marker import count_of, hits_of, key_of, scan
 from flakewarden.issues.records import LABEL as FLAKY_LABEL
 from flakewarden.issues.records import TITLE_PREFIX, iso
 from flakewarden.issues.tracker import ensure_label
@@ -58,18 +58,33 @@ class Entry:
     marker: dict[str, Any]
     problem: str = ""  # a malformed marker: its hits are unknown, not zero
     owners: tuple[str, ...] = ()  # assignees, and the teams the marker names
+    untouched: int = 0  # hits that ran none of the pull request's change they were tested with
+    touches: int = 0  # hits that ran some of it
+
+    @property
+    def judged(self) -> int:
+        """The hits judged against a change (blame), either way."""
+        return self.untouched + self.touches
+
+    @property
+    def untouched_share(self) -> float:
+        """Of the judged hits, the share that ran none of their change (0 when none judged)."""
+        return self.untouched / self.judged if self.judged else 0.0
 
 
 def rank(entries: Iterable[Entry]) -> list[Entry]:
-    """Most hits first, then most recently seen, then lowest issue number (stable sorts)."""
+    """Most hits first; among equal hits the larger untouched share (failing on changes
+    it never ran marks a flake, not a bug a change brought), then most recently seen,
+    then lowest issue number (stable sorts)."""
     ranked = sorted(entries, key=lambda e: e.number)
     ranked.sort(key=lambda e: e.last, reverse=True)
+    ranked.sort(key=lambda e: e.untouched_share, reverse=True)
     ranked.sort(key=lambda e: e.hits, reverse=True)
     return ranked
 
 
 def entries_from(items: Iterable[Mapping[str, Any]]) -> list[Entry]:
-    """Ranked entries: most hits first, then most recently seen, then lowest number."""
+    """Ranked entries (see ``rank``); a malformed marker's counts are unknown, shown as 0."""
     entries = []
     for item in items:
         if "pull_request" in item:
@@ -90,6 +105,8 @@ def entries_from(items: Iterable[Mapping[str, Any]]) -> list[Entry]:
                 marker=marker,
                 problem=found.problem,
                 owners=by_owner.owners_of(item, marker),
+                untouched=0 if found.problem else count_of(marker, "untouched"),
+                touches=0 if found.problem else count_of(marker, "touches"),
             )
         )
     return rank(entries)
@@ -136,6 +153,13 @@ def _verdict(marker: Mapping[str, Any]) -> str:
     return text
 
 
+def _untouched(entry: Entry) -> str:
+    """``2 of 3``: of the hits judged against a change, those that ran none of it."""
+    if entry.problem:
+        return "?"
+    return f"{entry.untouched} of {entry.judged}" if entry.judged else ""
+
+
 def chart(entries: list[Entry], bars: int = CHART_BARS) -> str:
     """A Mermaid bar chart of the top flakes; bars are named by issue number (always safe)."""
     top = [e for e in entries[:bars] if e.hits > 0]
@@ -170,7 +194,8 @@ def render(
         f"## Flaky tests in {md.escape(repository)}",
         "",
         f"Updated {iso(now)} · {len(entries)} open {md.code(FLAKY_LABEL)} issues · "
-        f"{total_hits} hits in total. Ranked by hits, then by most recently seen.",
+        f"{total_hits} hits in total. Ranked by hits, then by the share of hits that ran "
+        "none of the change they were tested with, then by most recently seen.",
         "",
     ]
     broken = [e for e in entries if e.problem]
@@ -191,7 +216,11 @@ def render(
         lines += [figure, ""]
     show_quarantine = any(_quarantine(e.marker) for e in entries)
     show_verdict = any(_verdict(e.marker) for e in entries)
-    header = ["#", "Test", "Hits", "Last seen", "Age"]
+    show_untouched = any(e.judged for e in entries)
+    header = ["#", "Test", "Hits"]
+    if show_untouched:
+        header.append("Ran none of the change")
+    header += ["Last seen", "Age"]
     if show_quarantine:
         header.append("Quarantine")
     if show_verdict:
@@ -203,6 +232,7 @@ def render(
             str(rank),
             md.table_code(md.clip(entry.test_id, 200)),
             "?" if entry.problem else str(entry.hits),
+            *([_untouched(entry)] if show_untouched else []),
             md.escape(entry.last[:10]) or "?",
             _age(entry.first, now),
         ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from blame_project import blame_repo, run_blame
+from helpers.project import Project
 
 BROKEN_TOTAL = """
 TAX = 0
@@ -84,3 +85,62 @@ def test_a_module_level_change_is_unknown_for_a_test_that_imports_it(tmp_path: P
     assert flaky["change"]["verdict"] == "unknown"  # its module holds shop.cart
     # test_broken's module refers to nothing of it, and it ran none of it.
     assert tests["tests/test_broken.py::test_broken"]["change"]["verdict"] == "untouched"
+
+
+HARMLESS = """
+TAX = 0
+
+
+def total(items):
+    return sum(items) + TAX
+
+
+def describe(items):
+    count = len(items)
+    return f"{count} items"
+"""
+
+
+def test_failures_broken_on_the_base_can_be_kept_out_of_the_gate(tmp_path: Path) -> None:
+    repo = blame_repo(tmp_path / "repo")
+    repo.commit("tidy describe", **{"src/shop/cart.py": HARMLESS})
+    project = Project(repo.root)
+    gate = ("--check-base", "--untouched-failures", "ignore-in-gate")
+    result = project.run("--base", "main", *gate, env=repo.env())
+    # test_broken and test_limit fail on main too, and ran none of the change: they do not
+    # block this branch; they stay failed, and say why.
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.outcomes["tests/test_broken.py::test_broken"] == "failed"
+    broken = result.test("tests/test_broken.py::test_broken")
+    assert broken["change"]["verdict"] == "untouched"
+    assert broken["base"]["verdict"] == "fails"
+    assert broken["base"]["commit"] == repo.git("rev-parse", "main")
+    blame = result.report["blame"]
+    assert blame["ignored"] == [
+        "tests/sub/test_limit.py::test_limit",
+        "tests/test_broken.py::test_broken",
+    ]
+    assert (
+        "BLAME: tests/test_broken.py::test_broken (ran none of this pull request's changes; "
+        "fails on the base too; not blocking the merge)"
+    ) in result.stdout
+    # The default policy reports the same facts and fails the run.
+    again = project.run("--base", "main", "--check-base", env=repo.env(), report_dir="again")
+    assert again.returncode == 1
+    assert again.report["blame"]["ignored"] == []
+    assert again.test("tests/test_broken.py::test_broken")["base"]["verdict"] == "fails"
+
+
+def test_a_failure_the_change_caused_passes_on_the_base_and_blocks(tmp_path: Path) -> None:
+    repo = blame_repo(tmp_path / "repo")
+    repo.commit("break total", **{"src/shop/cart.py": BROKEN_TOTAL})
+    project = Project(repo.root)
+    result = project.run(
+        "--base", "main", "--check-base", "--untouched-failures", "ignore-in-gate", env=repo.env()
+    )
+    assert result.returncode == 1
+    total = result.test("tests/test_cart.py::test_total")
+    assert total["change"]["verdict"] == "touches"
+    # Only failures that ran none of the change go to the base.
+    assert "base" not in total
+    assert "tests/test_cart.py::test_total" not in result.report["blame"]["ignored"]

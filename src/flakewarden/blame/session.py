@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from flakewarden.changes import Diff, changes_since
 from flakewarden.console import plural
@@ -101,8 +101,11 @@ class Blame:
         plan_file.write_text(json.dumps(self.plan.to_plugin(folder, measure)), encoding="utf-8")
         return {"FLAKEWARDEN_BLAME": str(plan_file)}
 
-    def judge(self, report: RunReport) -> frozenset[str]:
-        """Set each failed test's ``change`` (and ``base``); the failures the gate forgives."""
+    def judge(self, report: RunReport, config: Optional[dict[str, Any]] = None) -> frozenset[str]:
+        """Set each failed test's ``change`` (and ``base``); the failures the gate forgives.
+
+        ``config``: attempt 1's pytest configuration (the plugin's record), which lets the
+        base check collect only the failed tests' files."""
         report.blame = self.run
         if self.plan is None:
             return frozenset()
@@ -113,7 +116,7 @@ class Blame:
             report.problems.append(f"blame: {problem}")
         judge_report(self.plan, report.tests, measured, report.rootdir)
         if self.check_base:
-            self._check_base(report)
+            self._check_base(report, config)
         forgiven = frozenset(
             test.id
             for test in report.tests
@@ -129,7 +132,7 @@ class Blame:
                 return [self.report_dir / d for d in directories]
         return []
 
-    def _check_base(self, report: RunReport) -> None:
+    def _check_base(self, report: RunReport, config: Optional[dict[str, Any]]) -> None:
         plan = self.plan
         assert plan is not None
         chosen = [
@@ -159,6 +162,7 @@ class Blame:
             work_dir=self.report_dir / "blame-base",
             timeout=self.base_timeout,
             say=self.say,
+            config=config,
         )
         for test in chosen:
             test.base = found.get(test.id)

@@ -277,6 +277,11 @@ def console_summary(report: RunReport, shown_dir: Path) -> None:
             print(f"NOT-RERUN: {one_line(test.id)} ({one_line(test.not_rerun)})")
         elif test.outcome == Outcome.PASSED and test.retries:
             print(f"RETRIED-INSIDE: {one_line(test.id)} ({one_line(test.outcome_text)})")
+    if report.blame is not None:
+        from flakewarden.reports.blame_lines import blame_lines
+
+        for line in blame_lines(report):
+            print(line)
     totals = report.totals
     extra = []
     if report.coverage is not None and report.coverage.percent is not None:

@@ -25,7 +25,7 @@ import os
 import time
 from functools import partial
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Callable, NamedTuple, Optional
+from typing import IO, TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
 from flakewarden import __version__
 from flakewarden.console import plural
@@ -70,9 +70,10 @@ class RunOptions(NamedTuple):
     # More environment for one process of an attempt: (attempt number, measured by
     # coverage, the process's directory) -> variables (blame measures the change this way).
     part_env: Optional[Callable[[int, bool, Path], dict[str, str]]] = None
-    # Called with the folded report before its exit code is set; answers the failed tests
-    # that do not fail the run (blame's ``ignore-in-gate``).
-    judge: Optional[Callable[[RunReport], frozenset[str]]] = None
+    # Called with the folded report (and attempt 1's pytest configuration, as the plugin
+    # recorded it) before its exit code is set; answers the failed tests that do not fail
+    # the run (blame's ``ignore-in-gate``).
+    judge: Optional[Callable[[RunReport, Optional[dict[str, Any]]], frozenset[str]]] = None
 
 
 Say = Callable[[str], None]
@@ -180,7 +181,9 @@ def run_attempts(options: RunOptions, say: Say) -> Ran:
                 cwd=options.cwd,
                 fail_under=fail_under,
             )
-    forgiven = frozenset[str]() if options.judge is None else options.judge(report)
+    forgiven = frozenset[str]()
+    if options.judge is not None:
+        forgiven = options.judge(report, state.first_config)
     report.exit_code = exit_code(
         report,
         ended_with=state.exit_code,

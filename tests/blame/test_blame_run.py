@@ -3,6 +3,9 @@ change, on a real git repository and real pytest processes."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from blame_project import blame_repo, run_blame
@@ -144,3 +147,31 @@ def test_a_failure_the_change_caused_passes_on_the_base_and_blocks(tmp_path: Pat
     # Only failures that ran none of the change go to the base.
     assert "base" not in total
     assert "tests/test_cart.py::test_total" not in result.report["blame"]["ignored"]
+
+
+def test_shards_merge_their_blame_and_the_gate_forgives_the_same(tmp_path: Path) -> None:
+    repo = blame_repo(tmp_path / "repo")
+    repo.commit("tidy describe", **{"src/shop/cart.py": HARMLESS})
+    project = Project(repo.root)
+    gate = ("--base", "main", "--check-base", "--untouched-failures", "ignore-in-gate")
+    for k in (1, 2):
+        shard = project.run(*gate, "--shard", f"{k}/2", env=repo.env(), report_dir=f"shard-{k}")
+        assert shard.returncode == 0, shard.stdout + shard.stderr
+    merged = subprocess.run(
+        [sys.executable, "-m", "flakewarden", "merge", "--expect", "2", "--report-dir"]
+        + ["merged", "shard-1", "shard-2"],
+        cwd=repo.root,
+        env=repo.env(),
+        capture_output=True,
+        text=True,
+    )
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    report = json.loads((repo.root / "merged" / "report.json").read_text(encoding="utf-8"))
+    assert report["blame"]["ignored"] == [
+        "tests/sub/test_limit.py::test_limit",
+        "tests/test_broken.py::test_broken",
+    ]
+    assert {t["id"]: t["base"]["verdict"] for t in report["tests"] if "base" in t} == {
+        "tests/sub/test_limit.py::test_limit": "fails",
+        "tests/test_broken.py::test_broken": "fails",
+    }

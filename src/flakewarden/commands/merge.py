@@ -66,8 +66,14 @@ def merge(args: argparse.Namespace) -> int:
         report.coverage = coverage_merge.merge(files, out, cwd=cwd, fail_under=fail_under)
         report.coverage.errors = missing + report.coverage.errors
     fail_on_flaky = config.fail_on_flaky if args.fail_on_flaky is None else args.fail_on_flaky
+    blame = report.blame
+    forgiven = frozenset(blame.ignored if blame and blame.policy == "ignore-in-gate" else ())
     report.exit_code = exit_code(
-        report, ended_with=ended_with, not_green=red, fail_on_flaky=fail_on_flaky
+        report,
+        ended_with=ended_with,
+        not_green=red,
+        fail_on_flaky=fail_on_flaky,
+        forgiven=forgiven,
     )
     write_reports(report, out, artifact_name=args.artifact_name)
     totals = report.totals

@@ -18,7 +18,7 @@ from typing import NamedTuple, Optional
 
 from flakewarden import __version__
 from flakewarden.errors import ReportError, ReportMissing, UsageError
-from flakewarden.model import Attempt, ExitCode, Outcome, RunReport, TestResult
+from flakewarden.model import Attempt, BlameRun, ExitCode, Outcome, RunReport, TestResult
 from flakewarden.reports.report_json import read_report
 
 #: The exit codes that say a shard's run itself went wrong, worst first.
@@ -161,6 +161,7 @@ def merge_reports(
         merged_from=[_label(s) for s in shards],
         uid=_merged_uid(shards),
         origins=_origins(shards),
+        blame=_blame(shards),
     )
     for shard in shards:
         merged.problems += [f"{_label(shard)}: {p}" for p in shard.report.problems]
@@ -168,6 +169,17 @@ def merge_reports(
     ended_with = min(broken, key=_BROKEN.index) if broken else None
     red = bool(problems) or any(_went_red_otherwise(s.report) for s in shards)
     return merged, ended_with, red
+
+
+def _blame(shards: Sequence[Shard]) -> Optional[BlameRun]:
+    """The change the shards were judged against (the same diff in every one), with every
+    shard's failures its policy kept out of the gate."""
+    judged = [s.report.blame for s in shards if s.report.blame is not None]
+    if not judged:
+        return None
+    merged = dataclasses.replace(judged[0])
+    merged.ignored = sorted({test for blame in judged for test in blame.ignored})
+    return merged
 
 
 def _merged_uid(shards: Sequence[Shard]) -> str:

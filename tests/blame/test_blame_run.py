@@ -157,9 +157,9 @@ def test_shards_merge_their_blame_and_the_gate_forgives_the_same(tmp_path: Path)
     for k in (1, 2):
         shard = project.run(*gate, "--shard", f"{k}/2", env=repo.env(), report_dir=f"shard-{k}")
         assert shard.returncode == 0, shard.stdout + shard.stderr
+    merge = ["merge", "--expect", "2", "--report-dir", "merged", "shard-1", "shard-2"]
     merged = subprocess.run(
-        [sys.executable, "-m", "flakewarden", "merge", "--expect", "2", "--report-dir"]
-        + ["merged", "shard-1", "shard-2"],
+        [sys.executable, "-m", "flakewarden", *merge],
         cwd=repo.root,
         env=repo.env(),
         capture_output=True,

@@ -582,6 +582,7 @@ def test_marketplace_metadata_inputs_and_outputs() -> None:
         "blame-base",
         "check-base",
         "untouched-failures",
+        "link-base-failures",
         "max-failures",
         "rerun-only",
         "rerun-except",

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from blame_project import blame_repo
 from helpers.actions_runner import Runner
+from helpers.github_emulator import GitHubEmulator
+from helpers.github_fixtures import seed_issue
 from helpers.workflow_commands import parse_commands
 
 BROKEN_TOTAL = """
@@ -84,3 +86,43 @@ def test_a_shallow_checkout_says_what_to_fetch_and_the_run_goes_on(runner: Runne
     assert "blame: the base 'origin/main' is not in this clone: fetch it" in step.stdout
     assert "fetch-depth: 0" in step.stdout
     assert "BLAME: not judged against" in step.stdout
+
+
+def test_the_flake_issue_of_a_test_failing_on_the_base_too_links_the_run(runner: Runner) -> None:
+    broken = "tests/test_broken.py::test_broken"
+    with GitHubEmulator() as github:
+        number = seed_issue(github, {"id": broken, "hits": 2})
+        runner.extra_env.update(
+            {
+                "GITHUB_API_URL": github.url,
+                "GITHUB_REPOSITORY": github.full_name,
+                "GITHUB_SERVER_URL": "https://github.example",
+                "GITHUB_RUN_ID": "77",
+                "GITHUB_REF": "refs/pull/5/merge",
+            }
+        )
+        head = {"repo": {"full_name": github.full_name}}
+        runner.event = {"pull_request": {"number": 5, "base": {"ref": "main"}, "head": head}}
+        given = {"working-directory": "repo", "check-base": "true", "github-token": github.token}
+        for said in ("commented on", "the comment is up to date on"):  # a retried job
+            run = runner.run(given)
+            step = run.step("link-base-failures")
+            assert step.condition is True and step.returncode == 0, step.stdout + step.stderr
+            assert f"{broken} fails on the base too: {said} #{number}" in step.stdout
+        comments = github.comments[number]
+        assert list(github.issues) == [number] and github.schema_errors == []
+        # A fork's pull request gets a read-only token: auto leaves the step out (the run
+        # judges nothing here, to be quick: the step's condition reads only the inputs).
+        runner.event["pull_request"]["head"] = {"repo": {"full_name": "someone/fork"}}
+        fork = runner.run(
+            {**given, "blame": "false", "command": "python -m pytest tests/test_cart.py"}
+        )
+        assert fork.step("run").outputs["report-dir"]
+        assert fork.step("link-base-failures").condition is False
+    (comment,) = comments
+    assert (
+        "Failed on every attempt in [run 77](https://github.example/"
+        f"{github.full_name}/actions/runs/77) for pull request #5, and fails on its merge base `"
+    ) in comment["body"]
+    assert "too: main is broken here, not the pull request." in comment["body"]
+    assert run.step("run").env.get("GITHUB_TOKEN") is None

@@ -82,6 +82,7 @@ class Runner:
         self.github_env = root / "github-env"
         self.github_env.touch()
         self.event_name = "push"
+        self.event: dict[str, Any] = {}  # the event payload (github.event)
         self.job = "test"
         self.job_index = 0
         self.run_attempt = "1"
@@ -119,6 +120,8 @@ class Runner:
                 "job": self.job,
                 "run_attempt": self.run_attempt,
                 "event_name": self.event_name,
+                "event": self.event,
+                "repository": self.extra_env.get("GITHUB_REPOSITORY", ""),
                 "workspace": str(self.workspace),
                 "action_path": str(self.action_path),
                 "token": "ghs_simulatedtoken0000000000000000000000",

@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "merge",
     "issues",
     "comment",
+    "link-base-failures",
     "publish-run",
     "digest",
     "stress",

@@ -9,8 +9,6 @@ Outside a pull request it says so and does nothing.
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -20,19 +18,18 @@ from flakewarden.commands.argtypes import whole_number
 from flakewarden.commands.github_access import (
     add_deadline_options,
     add_github_options,
-    event_payload,
     fail_open_access,
+    pull_request_of,
 )
 from flakewarden.config import load as load_config
 from flakewarden.errors import GitHubError
 from flakewarden.github.api import GitHubClient
-from flakewarden.issues.pr_comment import check_name, post
+from flakewarden.issues.pr_comment import check_name, describe, post
 from flakewarden.issues.records import RunContext
-from flakewarden.model import ExitCode, RunReport
+from flakewarden.model import ExitCode
 from flakewarden.reports.report_json import REPORT_JSON, read_report
 
 DEFAULT_REPORT_DIR = "flakewarden-report"
-_PULL_REF = re.compile(r"refs/pull/([0-9]{1,10})/(?:merge|head)")
 
 
 def register(subparsers: Any) -> None:
@@ -68,19 +65,6 @@ def register(subparsers: Any) -> None:
         parser, "warning and exiting 0", "issues_deadline from the config file, else 60"
     )
     parser.set_defaults(handler=run)
-
-
-def pull_request_of(report: RunReport, env: Optional[dict[str, str]] = None) -> Optional[int]:
-    """The pull request this run is for: the report's, the ref's, or the event payload's."""
-    env = dict(os.environ) if env is None else env
-    if report.context is not None and report.context.pr_number:
-        return report.context.pr_number
-    pull = _PULL_REF.fullmatch(env.get("GITHUB_REF", ""))
-    if pull:
-        return int(pull.group(1))
-    pr = event_payload(env).get("pull_request")
-    found = pr.get("number") if isinstance(pr, dict) else None
-    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else None
 
 
 def _warn(message: str) -> None:
@@ -122,5 +106,5 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     finally:
         client.close()
     url = f" {posted.url}" if posted.url else ""
-    sys.stdout.write(f"flakewarden: {posted.describe()} pull request #{pr}{url}\n")
+    sys.stdout.write(f"flakewarden: {describe(posted)} pull request #{pr}{url}\n")
     return int(ExitCode.OK)

@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -19,7 +20,9 @@ from flakewarden.errors import GitHubError, UsageError
 
 if TYPE_CHECKING:
     from flakewarden.github.api import GitHubClient
+    from flakewarden.model import RunReport
 
+_PULL_REF = re.compile(r"refs/pull/([0-9]{1,10})/(?:merge|head)")
 NO_REPOSITORY = "no repository: set GITHUB_REPOSITORY=owner/repo or pass --repository"
 
 
@@ -69,6 +72,19 @@ def event_payload(env: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def pull_request_of(report: RunReport, env: Optional[Mapping[str, str]] = None) -> Optional[int]:
+    """The pull request this run is for: the report's, the ref's, or the event payload's."""
+    env = os.environ if env is None else env
+    if report.context is not None and report.context.pr_number:
+        return report.context.pr_number
+    pull = _PULL_REF.fullmatch(env.get("GITHUB_REF", ""))
+    if pull:
+        return int(pull.group(1))
+    pr = event_payload(env).get("pull_request")
+    found = pr.get("number") if isinstance(pr, dict) else None
+    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else None
 
 
 def warn(message: str) -> None:

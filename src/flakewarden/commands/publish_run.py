@@ -39,7 +39,7 @@ from flakewarden.github.pull_check import (
     verified_pull_request,
 )
 from flakewarden.history.artifact_zip import reports_in_zip
-from flakewarden.issues.pr_comment import check_name, post
+from flakewarden.issues.pr_comment import check_name, describe, post
 from flakewarden.issues.records import RunContext
 from flakewarden.model import ExitCode, RunReport
 
@@ -142,5 +142,5 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     finally:
         downloader.close()
         client.close()
-    say(f"{posted.describe()} pull request #{pr} for run {facts.id}")
+    say(f"{describe(posted)} pull request #{pr} for run {facts.id}")
     return int(ExitCode.OK)

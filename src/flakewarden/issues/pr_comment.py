@@ -11,14 +11,14 @@ deleted. Everything shown comes from the code under test, so it goes through
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from flakewarden.errors import UsageError
 from flakewarden.github.api import GitHubClient, cap_body
+from flakewarden.issues.kept_comment import Posted, by_bot, keep
 from flakewarden.issues.records import RunContext
 from flakewarden.model import Outcome, RunReport, TestResult
 from flakewarden.reports import markdown as md
@@ -29,21 +29,14 @@ ROWS = 30  # per table; the rest is counted
 NAME_LIMIT = 100
 
 
-@dataclasses.dataclass
-class Posted:
-    action: str  # created, updated, unchanged, skipped
-    comment_id: Optional[int] = None
-    url: str = ""
-    removed: int = 0  # duplicates another job created at the same moment
-
-    def describe(self) -> str:
-        """What happened, as the line "flakewarden: <this> pull request #N" says it."""
-        return {
-            "created": "created the comment on",
-            "updated": "updated the comment on",
-            "unchanged": "the comment is up to date on",
-            "skipped": "nothing to say, and no comment yet, on",
-        }[self.action]
+def describe(posted: Posted) -> str:
+    """What happened, as the line "flakewarden: <this> pull request #N" says it."""
+    return {
+        "created": "created the comment on",
+        "updated": "updated the comment on",
+        "unchanged": "the comment is up to date on",
+        "skipped": "nothing to say, and no comment yet, on",
+    }[posted.action]
 
 
 def check_name(name: str) -> None:
@@ -71,9 +64,7 @@ def name_of(body: Any) -> Optional[str]:
 
 
 def _ours(comment: Mapping[str, Any], name: str) -> bool:
-    user = comment.get("user")
-    is_bot = isinstance(user, Mapping) and user.get("type") == "Bot"
-    return is_bot and name_of(comment.get("body")) == name[:NAME_LIMIT]
+    return by_bot(comment) and name_of(comment.get("body")) == name[:NAME_LIMIT]
 
 
 def _test_link(test: TestResult, ctx: RunContext) -> str:
@@ -134,10 +125,6 @@ def render(report: RunReport, ctx: RunContext, name: str) -> str:
     return cap_body("\n".join(parts) + "\n")
 
 
-def _comments(client: GitHubClient, repository: str, pr: int) -> Iterable[dict[str, Any]]:
-    return client.paginate(f"/repos/{repository}/issues/{pr}/comments")
-
-
 def post(
     client: GitHubClient,
     repository: str,
@@ -148,52 +135,5 @@ def post(
 ) -> Posted:
     """Create or edit the pull request's one flakewarden comment; raises ``GitHubError``."""
     body = render(report, ctx, name)
-    mine = sorted(
-        (c for c in _comments(client, repository, pr) if _ours(c, name)),
-        key=lambda c: int(c.get("id") or 0),
-    )
     quiet = not (report.with_outcome(Outcome.FAILED, Outcome.ERROR, Outcome.FLAKY))
-    if not mine:
-        if quiet:
-            return Posted("skipped")
-        created = client.post_json(f"/repos/{repository}/issues/{pr}/comments", {"body": body})
-        return _settle(client, repository, pr, name, created, body)
-    keep = mine[0]
-    removed = _remove(client, repository, mine[1:])
-    if keep.get("body") == body:
-        return Posted("unchanged", int(keep["id"]), str(keep.get("html_url") or ""), removed)
-    edited = client.patch_json(
-        f"/repos/{repository}/issues/comments/{int(keep['id'])}", {"body": body}
-    )
-    return Posted("updated", int(edited["id"]), str(edited.get("html_url") or ""), removed)
-
-
-def _remove(client: GitHubClient, repository: str, extra: Iterable[Mapping[str, Any]]) -> int:
-    removed = 0
-    for comment in extra:
-        client.request("DELETE", f"/repos/{repository}/issues/comments/{int(comment['id'])}")
-        removed += 1
-    return removed
-
-
-def _settle(
-    client: GitHubClient,
-    repository: str,
-    pr: int,
-    name: str,
-    created: Mapping[str, Any],
-    body: str,
-) -> Posted:
-    """List again after creating: when another job created one too, the oldest stays,
-    holding this run's text."""
-    mine = sorted(
-        (c for c in _comments(client, repository, pr) if _ours(c, name)),
-        key=lambda c: int(c.get("id") or 0),
-    )
-    ours = int(created["id"])
-    if mine and int(mine[0]["id"]) != ours:
-        _remove(client, repository, [created])
-        kept = int(mine[0]["id"])
-        edited = client.patch_json(f"/repos/{repository}/issues/comments/{kept}", {"body": body})
-        return Posted("updated", kept, str(edited.get("html_url") or ""), 1)
-    return Posted("created", ours, str(created.get("html_url") or ""))
+    return keep(client, repository, pr, body, lambda c: _ours(c, name), create=not quiet)

@@ -84,6 +84,6 @@ def blame_repo(root: Path) -> Repo:
 def run_blame(repo: Repo, *args: str) -> tuple[Project, dict[str, dict[str, object]]]:
     """``flakewarden run --base main ARGS -- pytest`` in the repository: each test's entry."""
     project = Project(repo.root)
-    result = project.run("--base", "main", *args, env=repo.env())
+    result = project.run("--reruns", "1", "--base", "main", *args, env=repo.env())
     assert result.returncode in (0, 1), result.stdout + result.stderr
     return project, {test["id"]: test for test in result.report["tests"]}

@@ -42,7 +42,12 @@ def runner(tmp_path: Path) -> Runner:
 
 def test_a_pull_request_run_says_which_failures_ran_the_change(runner: Runner) -> None:
     run = runner.run(
-        {"working-directory": "repo", "check-base": "true", "untouched-failures": "warn"}
+        {
+            "working-directory": "repo",
+            "reruns": "1",
+            "check-base": "true",
+            "untouched-failures": "warn",
+        }
     )
     step = run.step("run")
     assert step.returncode == 1, step.stdout + step.stderr
@@ -68,12 +73,12 @@ def test_a_pull_request_run_says_which_failures_ran_the_change(runner: Runner) -
 
 def test_blame_is_off_on_a_push_and_when_the_input_says_so(runner: Runner) -> None:
     runner.event_name = "push"
-    pushed = runner.run({"working-directory": "repo"}).step("run")
+    pushed = runner.run({"working-directory": "repo", "reruns": "1"}).step("run")
     assert "blame:" not in pushed.stdout and "BLAME:" not in pushed.stdout
     runner.event_name = "pull_request"
-    off = runner.run({"working-directory": "repo", "blame": "false"}).step("run")
+    off = runner.run({"working-directory": "repo", "reruns": "1", "blame": "false"}).step("run")
     assert "BLAME:" not in off.stdout
-    bad = runner.run({"working-directory": "repo", "blame": "sometimes"}).step("run")
+    bad = runner.run({"working-directory": "repo", "reruns": "1", "blame": "sometimes"}).step("run")
     assert bad.returncode == 4
     assert "input blame must be auto, true or false" in bad.stdout
 
@@ -81,7 +86,7 @@ def test_blame_is_off_on_a_push_and_when_the_input_says_so(runner: Runner) -> No
 def test_a_shallow_checkout_says_what_to_fetch_and_the_run_goes_on(runner: Runner) -> None:
     repo = runner.workspace / "repo"
     subprocess.run(["git", "update-ref", "-d", "refs/remotes/origin/main"], cwd=repo, check=True)
-    step = runner.run({"working-directory": "repo"}).step("run")
+    step = runner.run({"working-directory": "repo", "reruns": "1"}).step("run")
     assert step.returncode == 1  # the failures fail it, not blame
     assert "blame: the base 'origin/main' is not in this clone: fetch it" in step.stdout
     assert "fetch-depth: 0" in step.stdout
@@ -103,7 +108,12 @@ def test_the_flake_issue_of_a_test_failing_on_the_base_too_links_the_run(runner:
         )
         head = {"repo": {"full_name": github.full_name}}
         runner.event = {"pull_request": {"number": 5, "base": {"ref": "main"}, "head": head}}
-        given = {"working-directory": "repo", "check-base": "true", "github-token": github.token}
+        given = {
+            "working-directory": "repo",
+            "reruns": "1",
+            "check-base": "true",
+            "github-token": github.token,
+        }
         for said in ("commented on", "the comment is up to date on"):  # a retried job
             run = runner.run(given)
             step = run.step("link-base-failures")

@@ -84,7 +84,7 @@ def test_a_shallow_clone_says_which_fetch_is_missing_and_goes_on(tmp_path: Path)
     )
     clone.git("fetch", "-q", "--depth", "1", "origin", "main:refs/remotes/origin/main")
     project = Project(clone.root)
-    result = project.run("--base", "origin/main", env=clone.env())
+    result = project.run("--reruns", "1", "--base", "origin/main", env=clone.env())
     assert result.returncode == 1, result.stdout + result.stderr
     said = result.stdout
     assert "blame: no merge base of 'origin/main' and HEAD: this clone is shallow" in said
@@ -169,7 +169,7 @@ def test_blame_is_measured_under_coverage_and_under_xdist(tmp_path: Path, how: l
     project = Project(repo.root)
     flags = how if how == ["--coverage"] else []
     command = [sys.executable, "-m", "pytest", *([] if flags else how)]
-    result = project.run("--base", "main", *flags, command=command, env=repo.env())
+    result = project.run("--reruns", "1", "--base", "main", *flags, command=command, env=repo.env())
     assert result.returncode == 1, result.stdout + result.stderr
     describe = result.test("tests/test_cart.py::test_describe")["change"]
     assert describe["verdict"] == "touches" and describe["lines"] == {"src/shop/cart.py": [[9, 9]]}

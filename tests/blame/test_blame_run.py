@@ -109,7 +109,7 @@ def test_failures_broken_on_the_base_can_be_kept_out_of_the_gate(tmp_path: Path)
     repo.commit("tidy describe", **{"src/shop/cart.py": HARMLESS})
     project = Project(repo.root)
     gate = ("--check-base", "--untouched-failures", "ignore-in-gate")
-    result = project.run("--base", "main", *gate, env=repo.env())
+    result = project.run("--reruns", "1", "--base", "main", *gate, env=repo.env())
     # test_broken and test_limit fail on main too, and ran none of the change: they do not
     # block this branch; they stay failed, and say why.
     assert result.returncode == 0, result.stdout + result.stderr
@@ -128,7 +128,9 @@ def test_failures_broken_on_the_base_can_be_kept_out_of_the_gate(tmp_path: Path)
         "fails on the base too; not blocking the merge)"
     ) in result.stdout
     # The default policy reports the same facts and fails the run.
-    again = project.run("--base", "main", "--check-base", env=repo.env(), report_dir="again")
+    again = project.run(
+        "--reruns", "1", "--base", "main", "--check-base", env=repo.env(), report_dir="again"
+    )
     assert again.returncode == 1
     assert again.report["blame"]["ignored"] == []
     assert again.test("tests/test_broken.py::test_broken")["base"]["verdict"] == "fails"
@@ -139,7 +141,14 @@ def test_a_failure_the_change_caused_passes_on_the_base_and_blocks(tmp_path: Pat
     repo.commit("break total", **{"src/shop/cart.py": BROKEN_TOTAL})
     project = Project(repo.root)
     result = project.run(
-        "--base", "main", "--check-base", "--untouched-failures", "ignore-in-gate", env=repo.env()
+        "--reruns",
+        "1",
+        "--base",
+        "main",
+        "--check-base",
+        "--untouched-failures",
+        "ignore-in-gate",
+        env=repo.env(),
     )
     assert result.returncode == 1
     total = result.test("tests/test_cart.py::test_total")
@@ -155,7 +164,9 @@ def test_shards_merge_their_blame_and_the_gate_forgives_the_same(tmp_path: Path)
     project = Project(repo.root)
     gate = ("--base", "main", "--check-base", "--untouched-failures", "ignore-in-gate")
     for k in (1, 2):
-        shard = project.run(*gate, "--shard", f"{k}/2", env=repo.env(), report_dir=f"shard-{k}")
+        shard = project.run(
+            "--reruns", "1", *gate, "--shard", f"{k}/2", env=repo.env(), report_dir=f"shard-{k}"
+        )
         assert shard.returncode == 0, shard.stdout + shard.stderr
     merge = ["merge", "--expect", "2", "--report-dir", "merged", "shard-1", "shard-2"]
     merged = subprocess.run(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -28,54 +27,48 @@ MAX_BASE_CHECKS = 20
 
 
 class Blame:
-    """One run's blame. ``part_env`` and ``judge`` are the attempt loop's hooks."""
+    """One run's blame. ``part_env`` and ``judge`` are the attempt loop's hooks.
+
+    The diff is read by ``prepare``: beside attempt 1's process when the change is measured
+    on the rerun (the caller calls it while the tests start), else at once, before attempt 1.
+    """
 
     def __init__(
         self,
-        plan: Optional[Plan],
-        run: BlameRun,
-        *,
-        report_dir: Path,
-        cwd: Path,
-        command: Sequence[str],
-        check_base: bool = False,
-        base_timeout: float = 600.0,
-        say: Say = lambda line: None,
-    ) -> None:
-        self.plan, self.run = plan, run
-        self.report_dir, self.cwd, self.command = report_dir, cwd, list(command)
-        self.check_base, self.base_timeout, self.say = check_base, base_timeout, say
-        self.measured_attempt: Optional[int] = None
-
-    @classmethod
-    def start(
-        cls,
         cwd: Path,
         base: Optional[str],
         *,
         policy: str,
         report_dir: Path,
         command: Sequence[str],
-        check_base: bool,
-        base_timeout: float,
-        say: Say,
-    ) -> Blame:
-        """Read the diff (``base`` None: the pull request's base, else ``origin/HEAD``)."""
-        found = changes_since(cwd, base, ignore_cosmetic=True)
-        make = partial(
-            cls,
-            report_dir=report_dir,
-            cwd=cwd,
-            command=command,
-            check_base=check_base,
-            base_timeout=base_timeout,
-            say=say,
-        )
+        check_base: bool = False,
+        base_timeout: float = 600.0,
+        say: Say = lambda line: None,
+    ) -> None:
+        self.cwd, self.base = cwd, base
+        self.report_dir, self.command = report_dir, list(command)
+        self.check_base, self.base_timeout, self.say = check_base, base_timeout, say
+        self.plan: Optional[Plan] = None
+        self.run = BlameRun(base=base or "", policy=policy)
+        self.measured_attempt: Optional[int] = None
+        self._prepared = False
+        self._untold: list[str] = []  # said once the tests' output is not streaming
+
+    def prepare(self) -> None:
+        """Read the diff (``base`` None: the pull request's base, else ``origin/HEAD``).
+
+        What it has to say waits for ``tell``: it may run while pytest's output streams."""
+        if self._prepared:
+            return
+        self._prepared = True
+        found = changes_since(self.cwd, self.base, ignore_cosmetic=True)
+        policy = self.run.policy
         if not isinstance(found, Diff):
-            say(f"blame: {found.reason}; going on without it")
-            return make(None, BlameRun(base=base or "", unavailable=found.reason, policy=policy))
-        plan = plan_for(found)
-        run = BlameRun(
+            self._untold.append(f"blame: {found.reason}; going on without it")
+            self.run = BlameRun(base=self.base or "", unavailable=found.reason, policy=policy)
+            return
+        self.plan = plan = plan_for(found)
+        self.run = BlameRun(
             base=found.base,
             merge_base=found.merge_base,
             head=found.head,
@@ -83,16 +76,25 @@ class Blame:
             changed_lines=plan.changed_lines,
             policy=policy,
         )
-        say(
+        self._untold.append(
             f"blame: against {found.base} (merge base {found.merge_base[:12]}): "
             f"{plural(plan.changed_lines, 'changed Python line')} in "
             f"{plural(len(plan.python), 'file')}, {plural(len(found.files), 'file')} changed"
         )
-        return make(plan, run)
+
+    def tell(self) -> None:
+        """Say what ``prepare`` found, once."""
+        self.prepare()
+        for line in self._untold:
+            self.say(line)
+        self._untold = []
 
     def part_env(self, number: int, measure: bool, where: Path) -> dict[str, str]:
         """The measured attempt's processes get the plugin's plan; the others nothing."""
-        if self.plan is None or number != (1 if measure else 2):
+        if number != (1 if measure else 2):
+            return {}
+        self.tell()
+        if self.plan is None:
             return {}
         self.measured_attempt = number
         folder = where.absolute() / PROCESS_FOLDER
@@ -106,6 +108,7 @@ class Blame:
 
         ``config``: attempt 1's pytest configuration (the plugin's record), which lets the
         base check collect only the failed tests' files."""
+        self.tell()
         report.blame = self.run
         if self.plan is None:
             return frozenset()

@@ -66,7 +66,7 @@ def blame_for(
 
     check_base = settings.check_base if args.check_base is None else args.check_base
     policy = args.untouched_failures or settings.untouched_failures
-    return Blame.start(
+    return Blame(
         cwd,
         None if base == AUTO else base,
         policy=policy,

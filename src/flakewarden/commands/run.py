@@ -155,14 +155,17 @@ def run(args: argparse.Namespace) -> int:
     on_actions = os.environ.get("GITHUB_ACTIONS") == "true"
     local_git: list[tuple[str, str]] = []
 
+    blame = blame_for(args, config, cwd=cwd, report_dir=report_dir, command=command, say=say)
+
     def beside_first_attempt() -> None:
+        if blame is not None:
+            blame.prepare()  # the diff, while pytest starts (at once if attempt 1 measures it)
         _import_report_writers()
         from flakewarden.history.context import git_branch_and_commit
 
         if not on_actions:  # a laptop's branch and commit, read while the tests run
             local_git.append(git_branch_and_commit(cwd))
 
-    blame = blame_for(args, config, cwd=cwd, report_dir=report_dir, command=command, say=say)
     options = RunOptions(
         command=command,
         cwd=cwd,

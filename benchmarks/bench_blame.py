@@ -126,21 +126,29 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=2000)
     parser.add_argument("--modules", type=int, default=40)
     parser.add_argument("--pairs", type=int, default=7)
+    parser.add_argument(
+        "--coverage",
+        action="store_true",
+        help="both sides measure coverage (--coverage): blame then switches a context per "
+        "test on attempt 1 instead of measuring the rerun",
+    )
     args = parser.parse_args()
+    measured = ["--coverage"] if args.coverage else []
     work = Path(tempfile.mkdtemp(prefix="bench-blame-"))
     try:
         root = work / "repo"
         generate(root, args.tests, args.modules)
         print(
-            f"{args.tests} tests (+3 of its own), 3 failing on the branch; "
+            f"{args.tests} tests (+3 of its own), 3 failing on the branch; {' '.join(measured)} "
             f"{args.pairs} interleaved pairs; python {platform.python_version()}"
         )
-        blame = pairs(root, [], ["--base", "main"], args.pairs)
+        blame = pairs(root, measured, [*measured, "--base", "main"], args.pairs)
         ratios = [b / a for a, b in blame]
         print(f"  without --base: median {statistics.median(a for a, _ in blame):.2f} s")
         print(f"  with --base:    median {statistics.median(b for _, b in blame):.2f} s")
         print(f"  ratio with/without (median of pair ratios): {statistics.median(ratios):.3f}")
-        checked = pairs(root, ["--base", "main"], ["--base", "main", "--check-base"], args.pairs)
+        based = [*measured, "--base", "main"]
+        checked = pairs(root, based, [*based, "--check-base"], args.pairs)
         extra = [b - a for a, b in checked]
         print(
             f"  --check-base adds (median of pair differences): {statistics.median(extra):.2f} s "

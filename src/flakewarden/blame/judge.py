@@ -23,8 +23,8 @@ from .measured import Measured, Seen
 from .plan import Plan
 
 NOT_MEASURED = (
-    "it was not measured: the change is measured on the rerun of the failed tests "
-    "(or on attempt 1 when the run measures coverage)"
+    "it was not measured: the change is measured on the rerun of the failed tests, "
+    "and it was not rerun"
 )
 
 

@@ -1,9 +1,11 @@
 """Blame through one ``flakewarden run``: the diff before the tests, a measured attempt, the
 verdicts after, the base check, and which failures the gate may forgive.
 
-The change is measured on one attempt only: attempt 1 when the run measures coverage anyway
-(``--coverage``, ``--cov``: switching a context per test costs next to nothing), else the
-first rerun, where only the failed tests run, under a coverage of the changed files alone.
+The change is measured on one attempt only, the first rerun, where only the failed tests
+run: under the run's own coverage when it measures anyway (``--coverage``, ``--cov``), else
+under a coverage of the changed files alone. Not attempt 1, even when it is measured: a
+context switch writes coverage.py's data out, and one per test of a whole suite cost a
+2,000-test run 17% (``benchmarks/bench_blame.py --coverage``).
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ MAX_BASE_CHECKS = 20
 class Blame:
     """One run's blame. ``part_env`` and ``judge`` are the attempt loop's hooks.
 
-    The diff is read by ``prepare``: beside attempt 1's process when the change is measured
-    on the rerun (the caller calls it while the tests start), else at once, before attempt 1.
+    The diff is read by ``prepare``, beside attempt 1's process (the caller calls it while
+    the tests start), or when first needed.
     """
 
     def __init__(
@@ -91,7 +93,7 @@ class Blame:
 
     def part_env(self, number: int, measure: bool, where: Path) -> dict[str, str]:
         """The measured attempt's processes get the plugin's plan; the others nothing."""
-        if number != (1 if measure else 2):
+        if number != 2:
             return {}
         self.tell()
         if self.plan is None:

@@ -26,6 +26,15 @@ def describe(items):
     return f"{len(items)} items"
 """
 
+#: ``total`` broken on line 5: test_total fails, having run the change.
+BROKEN_TOTAL = CART.replace(" + TAX\n", " + TAX + 1\n")
+#: ``describe`` broken on line 9: test_describe fails, having run the change.
+BROKEN_DESCRIBE = CART.replace('items"', 'item(s)"')
+#: ``describe`` rewritten, same result: the failures left are the base's own.
+HARMLESS = CART.replace(
+    '    return f"{len(items)} items"', '    count = len(items)\n    return f"{count} items"'
+)
+
 TESTS = {
     "pytest.ini": INI,
     "src/shop/__init__.py": "",

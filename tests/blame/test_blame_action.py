@@ -8,23 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from blame_project import blame_repo
+from blame_project import BROKEN_TOTAL, blame_repo
 from helpers.actions_runner import Runner
 from helpers.github_emulator import GitHubEmulator
 from helpers.github_fixtures import seed_issue
 from helpers.workflow_commands import parse_commands
-
-BROKEN_TOTAL = """
-TAX = 0
-
-
-def total(items):
-    return sum(items) + TAX + 1
-
-
-def describe(items):
-    return f"{len(items)} items"
-"""
 
 
 @pytest.fixture

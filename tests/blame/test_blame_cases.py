@@ -8,21 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from blame_project import blame_repo, run_blame
+from blame_project import BROKEN_DESCRIBE, blame_repo, run_blame
 from helpers.git_repo import Repo
 from helpers.project import Project
-
-BROKEN_DESCRIBE = """
-TAX = 0
-
-
-def total(items):
-    return sum(items) + TAX
-
-
-def describe(items):
-    return f"{len(items)} item(s)"
-"""
 
 
 def test_a_deleted_module_makes_the_failures_unknown(tmp_path: Path) -> None:

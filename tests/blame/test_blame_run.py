@@ -8,20 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from blame_project import blame_repo, run_blame
+from blame_project import BROKEN_TOTAL, HARMLESS, blame_repo, run_blame
 from helpers.project import Project
-
-BROKEN_TOTAL = """
-TAX = 0
-
-
-def total(items):
-    return sum(items) + TAX + 1
-
-
-def describe(items):
-    return f"{len(items)} items"
-"""
 
 
 def test_a_broken_change_touches_and_a_flake_elsewhere_is_untouched(tmp_path: Path) -> None:
@@ -88,20 +76,6 @@ def test_a_module_level_change_is_unknown_for_a_test_that_imports_it(tmp_path: P
     assert flaky["change"]["verdict"] == "unknown"  # its module holds shop.cart
     # test_broken's module refers to nothing of it, and it ran none of it.
     assert tests["tests/test_broken.py::test_broken"]["change"]["verdict"] == "untouched"
-
-
-HARMLESS = """
-TAX = 0
-
-
-def total(items):
-    return sum(items) + TAX
-
-
-def describe(items):
-    count = len(items)
-    return f"{count} items"
-"""
 
 
 def test_failures_broken_on_the_base_can_be_kept_out_of_the_gate(tmp_path: Path) -> None:

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.actions import runtime
-from flakewarden.commands.argtypes import whole_number
 from flakewarden.commands.github_access import (
     add_deadline_options,
     add_github_options,
+    add_pull_request_options,
     fail_open_access,
     pull_request_of,
 )
@@ -28,8 +28,6 @@ from flakewarden.issues.pr_comment import check_name, describe, post
 from flakewarden.issues.records import RunContext
 from flakewarden.model import ExitCode
 from flakewarden.reports.report_json import REPORT_JSON, read_report
-
-DEFAULT_REPORT_DIR = "flakewarden-report"
 
 
 def register(subparsers: Any) -> None:
@@ -43,19 +41,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     add_github_options(parser, "repository of the pull request")
-    parser.add_argument(
-        "--report-dir",
-        default=DEFAULT_REPORT_DIR,
-        metavar="DIR",
-        help=f"where report.json is (default: {DEFAULT_REPORT_DIR})",
-    )
-    parser.add_argument(
-        "--pr",
-        type=whole_number(1),
-        default=None,
-        metavar="N",
-        help="the pull request (default: the one this workflow run is for)",
-    )
+    add_pull_request_options(parser)
     parser.add_argument(
         "--name",
         default="flakewarden",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from flakewarden.actions import runtime
-from flakewarden.commands.argtypes import number
+from flakewarden.commands.argtypes import number, whole_number
 from flakewarden.errors import GitHubError, UsageError
 
 if TYPE_CHECKING:
@@ -41,6 +41,26 @@ def add_github_options(
         default=None,
         metavar="OWNER/REPO",
         help=f"{what} (default: $GITHUB_REPOSITORY)",
+    )
+
+
+DEFAULT_REPORT_DIR = "flakewarden-report"
+
+
+def add_pull_request_options(parser: argparse.ArgumentParser) -> None:
+    """``--report-dir`` (the run's report) and ``--pr`` (the pull request it is about)."""
+    parser.add_argument(
+        "--report-dir",
+        default=DEFAULT_REPORT_DIR,
+        metavar="DIR",
+        help=f"where report.json is (default: {DEFAULT_REPORT_DIR})",
+    )
+    parser.add_argument(
+        "--pr",
+        type=whole_number(1),
+        default=None,
+        metavar="N",
+        help="the pull request (default: the one this workflow run is for)",
     )
 
 

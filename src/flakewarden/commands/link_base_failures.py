@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.actions import runtime
-from flakewarden.commands.argtypes import whole_number
 from flakewarden.commands.github_access import (
     add_deadline_options,
     add_github_options,
+    add_pull_request_options,
     event_payload,
     fail_open_access,
     pull_request_of,
@@ -33,7 +33,6 @@ from flakewarden.issues.records import RunContext
 from flakewarden.model import ExitCode, RunReport
 from flakewarden.reports.report_json import REPORT_JSON, read_report
 
-DEFAULT_REPORT_DIR = "flakewarden-report"
 TITLE = "flakewarden link-base-failures"
 
 
@@ -48,19 +47,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     add_github_options(parser, "repository of the flake issues")
-    parser.add_argument(
-        "--report-dir",
-        default=DEFAULT_REPORT_DIR,
-        metavar="DIR",
-        help=f"where report.json is (default: {DEFAULT_REPORT_DIR})",
-    )
-    parser.add_argument(
-        "--pr",
-        type=whole_number(1),
-        default=None,
-        metavar="N",
-        help="the pull request (default: the one this workflow run is for)",
-    )
+    add_pull_request_options(parser)
     add_deadline_options(
         parser, "warning and exiting 0", "issues_deadline from the config file, else 60"
     )

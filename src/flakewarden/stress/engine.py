@@ -47,10 +47,10 @@ from collections.abc import Sequence
 from typing import Optional
 
 from flakewarden import __version__
-from flakewarden.model.verdicts import INCONCLUSIVE
+from flakewarden.model.verdicts import INCONCLUSIVE, NOT_REPRODUCIBLE
 from flakewarden.reports.report_json import claim_directory
 from flakewarden.runner.process import plugin_dir, resolve_executable
-from flakewarden.stress import order
+from flakewarden.stress import imports, order
 from flakewarden.stress.causes import seed_applies, seed_first_applies, seed_phase
 from flakewarden.stress.isolation import break_phase, isolation_phase, repeats_phase
 from flakewarden.stress.phase import Budget, Facts, Finding, Phase, PhaseContext, PhaseResult
@@ -178,6 +178,10 @@ class _Engine:
             if finding is None:
                 assert probed.probe is not None
                 finding = self._phases(phases, probed, evidence)
+            recorded = evidence.facts.recorded_failure
+            if finding.verdict == NOT_REPRODUCIBLE and recorded:
+                clause = imports.unreproduced_clause(recorded, evidence.arms)
+                finding = dataclasses.replace(finding, reason=finding.reason.rstrip(".") + clause)
             return self.verdict(finding, evidence, probed)
 
     def _phases(self, phases: Sequence[Phase], probed: ProbeResult, evidence: _Evidence) -> Finding:

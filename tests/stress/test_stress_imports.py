@@ -25,7 +25,10 @@ from helpers.stress_runs import PYTEST, arm, stress
 # The budget bounds the bisection too: the default leaves it room on a loaded machine.
 OPTIONS = ("--runs", "20")
 VICTIM = "tests/test_a.py::test_victim"
-FLAKEWARDEN_RUN = [sys.executable, "-m", "flakewarden", "run", "--reruns", "1"]
+FLAKEWARDEN_RUN = [
+    *(sys.executable, "-m", "flakewarden", "run"),
+    *("--reruns", "1", "--no-quarantine-from-github"),
+]
 
 # tests/test_b.py imports tests/helpers_b.py, which selects a module-level setting at
 # import; tests/test_a.py::test_victim relies on the default.
@@ -113,6 +116,11 @@ def record(project: Path, *pytest_args: str) -> Path:
     report = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
     victim = next(t for t in report["tests"] if t["id"] == VICTIM)
     assert victim["outcome"] == "flaky"
+    # It failed where tests/test_b.py was collected and passed in a rerun of its own file:
+    # the run's summary points at collection before anyone stresses it.
+    assert victim["collection_hint"] is True
+    summary = (report_dir / "summary.md").read_text(encoding="utf-8")
+    assert "may depend on what collecting other modules does" in summary
     return report_dir / "report.json"
 
 
@@ -182,3 +190,46 @@ def test_a_polluter_that_pollutes_when_it_runs_is_named_as_the_test(tmp_path: Pa
     # Its module was collected without running it, and the victim passed: not the import.
     assert data["order"]["collected_only"]["failures"] == 0
     assert arm(data, "order", "after-polluter")["failures"] == 5
+
+
+def test_a_recorded_failure_no_phase_reproduces_is_said_to_be_evidence(tmp_path: Path) -> None:
+    # It failed in the recorded run while a lock file existed (an outside condition); the
+    # file is gone when it is stressed, so nothing brings the failure back.
+    project = make_project(
+        tmp_path / "outside",
+        {
+            "tests/__init__.py": "",
+            "tests/test_sync.py": """
+                from pathlib import Path
+
+
+                def test_sync():
+                    assert not (Path(__file__).parent / "maintenance.lock").exists()
+                """,
+        },
+    )
+    lock = project / "tests" / "maintenance.lock"
+    lock.write_text("", encoding="utf-8")
+    report_dir = project / "recorded"
+    done = subprocess.run(
+        [*FLAKEWARDEN_RUN, "--report-dir", str(report_dir), "--", *PYTEST, "tests/"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    lock.unlink()
+    test_id = "tests/test_sync.py::test_sync"
+    result, data = stress(
+        project, test_id, "--order-from", str(report_dir / "report.json"), "--runs", "10"
+    )
+    assert result.returncode == 0, result.stderr
+    assert data["verdict"] == "not-reproducible", data["reason"]
+    reason = data["reason"]
+    assert "failed in its recorded run" in reason and "no phase reproduced it" in reason
+    assert "Stress varied" in reason and "the collection" in reason
+    assert "it did not vary" in reason and "other processes" in reason
+    # The bound statement stays: too few runs bound nothing, and quarantine is refused.
+    assert "absence of evidence" in reason and data["quarantine_allowed"] is False
+    assert arm(data, "order", "recorded-collection")["failures"] == 0

@@ -13,7 +13,10 @@ The phases, in order, each one only when the previous ones left the question ope
    test that passes its first run and fails its repeats leaks state into itself
    (non-idempotent), and no later phase repeats it in-process.
 3. order (``ORDER``, ``--order-from``, fresh runs clean): replay the test's
-   predecessors in the recorded order and bisect to the polluter (``order``).
+   predecessors in the recorded order and bisect to the polluter (``order``);
+   a polluter whose module fails the test when only collected, or a recorded
+   failure the predecessors do not reproduce, is looked for among the collected
+   modules' imports (``imports``).
 4. seed (``SEED``, pytest-randomly in use): sweep seeds, then confirm that a
    failing seed fails every time and a passing seed never does; one run per
    process (``causes``).

@@ -22,7 +22,6 @@ runs only the test (``FLAKEWARDEN_SELECT``).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Optional
 
@@ -36,13 +35,6 @@ from flakewarden.stress.runs import NO_RANDOMLY, Job, JobResult
 from flakewarden.stress.verdict import Arm
 
 TIMING_KNOBS = {"switch-interval": 0, "cpu-load": 1, "throttle": 2}  # as the timing phase runs
-
-
-@dataclasses.dataclass(frozen=True)
-class ImportCause:
-    """The polluter's module fails the test when only collected: the finding, if confirmed."""
-
-    finding: Optional[Finding]
 
 
 def recorded_failure(report: RunReport, test_id: str, source: object) -> str:
@@ -91,11 +83,12 @@ def _with_modules(
 
 def from_polluters(
     ctx: PhaseContext, found: PhaseEvidence, polluters: Sequence[str], detail: dict[str, object]
-) -> Optional[ImportCause]:
-    """Whether collecting the polluters' modules, without running them, fails the test too.
+) -> Optional[Finding]:
+    """The import verdict when collecting the polluters' modules, not running them, fails it.
 
-    None when it does not (their run is what pollutes), or when there is no other
-    module to collect (a polluter in the test's own file is collected in isolation too).
+    None when it does not (their run is what pollutes), when there is no other module
+    to collect (a polluter in the test's own file is collected in isolation too), or
+    when the module's pair does not confirm: the executed pair is confirmed then.
     """
     own = _own_file(ctx)
     modules = list(dict.fromkeys(test_file(p) for p in polluters))
@@ -115,7 +108,7 @@ def from_polluters(
         f"{', '.join(modules)} without running any of its tests failed it too "
         f"({check.failures}/{check.runs}): the module's import pollutes, not the test's run"
     )
-    return ImportCause(_bisect_and_confirm(ctx, found, modules, detail))
+    return _bisect_and_confirm(ctx, found, modules, detail)
 
 
 def from_collection(
@@ -193,13 +186,14 @@ def _confirm(
     _collecting(ctx, found, _absolute(ctx, [*modules, _own_file(ctx)]), confirm, ORDER_CONFIRM)
     p = stats.fisher_greater(isolation.failures, isolation.runs, confirm.failures, confirm.runs)
     confirm.p_value = p
-    detail.update(
-        kind="import",
-        modules=modules,
-        confirm={"runs": confirm.runs, "failures": confirm.failures, "p_value": p},
-        reproduce={"collected": confirm.command, "not_collected": isolation.command},
-    )
+    counts = {"modules": modules, "runs": confirm.runs, "failures": confirm.failures, "p_value": p}
     if p < stats.ALPHA:
+        detail.update(
+            kind="import",
+            modules=modules,
+            confirm=counts,
+            reproduce={"collected": confirm.command, "not_collected": isolation.command},
+        )
         return Finding(
             ORDER_DEPENDENT,
             f"passes alone ({isolation.failures}/{isolation.runs} failures) but failed "
@@ -212,7 +206,11 @@ def _confirm(
             polluter=polluter,
             order=detail,
         )
-    found.note(f"order: the collected modules bisected to {polluter}, but it did not confirm")
+    detail["module_confirm"] = counts
+    found.note(
+        f"order: the collected modules bisected to {polluter}, but the pair did not confirm "
+        f"(p = {p:.3g})"
+    )
     return None
 
 

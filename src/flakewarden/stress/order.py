@@ -123,7 +123,7 @@ def order_phase(ctx: PhaseContext) -> PhaseResult:
     )
     by_import = imports.from_polluters(ctx, found, candidates, detail)
     if by_import is not None:
-        return found.result(by_import.finding, facts)
+        return found.result(by_import, facts)
     return found.result(_confirm(ctx, found, candidates, detail), facts)
 
 

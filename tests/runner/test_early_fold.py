@@ -54,7 +54,7 @@ import json, sys
 from pathlib import Path
 
 from flakewarden.reports.report_json import write_reports
-from flakewarden.runner.folding import fold
+from flakewarden.runner.folding import fold, mark_collection_hints
 from flakewarden.runner.process_results import read_results
 from flakewarden.runner.reruns import RunOptions, run_attempts
 
@@ -66,11 +66,15 @@ write_reports(report, out / "early", rendered=rendered)
 write_reports(report, out / "late")
 
 records = {}
+files = {}
 for attempt in report.attempts:
     results = read_results(out / "early" / attempt.directory / "results.jsonl")
     for record in results.tests:
         records.setdefault(record.id, []).append((attempt.number, record))
+    if results.collected_files is not None:
+        files[attempt.number] = results.collected_files
 refolded = fold(report.order, records, frozenset())
+mark_collection_hints(refolded, files)
 print(json.dumps({
     "rendered": [t.id for t in report.tests if rendered is not None and rendered.holds(t)],
     "outcomes": {t.id: t.outcome.value for t in report.tests},

@@ -73,7 +73,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--order-from",
         type=Path,
         metavar="REPORT_JSON",
-        help="a flakewarden report.json whose run order is replayed to find a polluter",
+        help="a flakewarden report.json whose run order (and, for a failure there that the "
+        "order does not reproduce, the collection) is replayed to find a polluter",
     )
     parser.add_argument(
         "--merge",

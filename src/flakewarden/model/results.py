@@ -138,6 +138,9 @@ class TestResult:
     # Blame (``flakewarden run --base``): whether it ran the change, and how the base did.
     change: Optional[TestChange] = None
     base: Optional[BaseCheck] = None
+    # Flaky, failing where other test modules were collected and passing in a rerun that
+    # collected fewer: it may depend on what importing those modules does.
+    collection_hint: bool = False
 
     @property
     def retries(self) -> list[InTestRetry]:
@@ -181,6 +184,7 @@ class TestResult:
             **({"retried_inside": inside} if (inside := self.retried_inside) else {}),
             **({"change": self.change.to_json()} if self.change is not None else {}),
             **({"base": self.base.to_json()} if self.base is not None else {}),
+            **({"collection_hint": True} if self.collection_hint else {}),
         }
 
     @classmethod
@@ -195,4 +199,5 @@ class TestResult:
             not_rerun=str(data.get("not_rerun") or ""),
             change=TestChange.from_json(data.get("change")),
             base=BaseCheck.from_json(data.get("base")),
+            collection_hint=data.get("collection_hint") is True,
         )

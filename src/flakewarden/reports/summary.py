@@ -23,6 +23,9 @@ __all__ = ["CELL_LIMIT", "SUMMARY_LIMIT", "escape_markdown", "render_summary", "
 SUMMARY_LIMIT = 1024 * 1024 - 64 * 1024
 
 
+COLLECTION_HINT = "may depend on what collecting other modules does"
+
+
 def _size(lines: list[str]) -> int:
     return sum(len(line.encode("utf-8")) + 1 for line in lines)
 
@@ -78,6 +81,8 @@ def _row(test: TestResult, blame_column: bool = False) -> str:
     attempts = f"{len(test.failures)} of {len(test.attempts)} failed"
     if test.not_rerun:
         attempts += f"; {test.not_rerun}"
+    if test.collection_hint:
+        attempts += f"; {COLLECTION_HINT}"
     return (
         f"| {escape_markdown(test.outcome_text)} | {escape_markdown(test.id)} "
         f"| {escape_markdown(attempts)} "

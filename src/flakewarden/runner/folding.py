@@ -79,6 +79,26 @@ def fold_test(
     )
 
 
+def mark_collection_hints(tests: Sequence[TestResult], files: Mapping[int, Sequence[str]]) -> None:
+    """Mark a flaky test that failed where other modules were collected and passed without them.
+
+    pytest imports every collected module before any test runs, so a module that changes
+    shared state at import fails its victim only in an attempt that collected it; a rerun
+    collects only the failed tests' files. ``files``: each attempt's collected modules.
+    """
+    for test in tests:
+        if test.outcome != Outcome.FLAKY:
+            continue
+        failed = [a.attempt for a in test.attempts if a.outcome.is_failure]
+        passed = [a.attempt for a in test.attempts if a.outcome == AttemptOutcome.PASSED]
+        test.collection_hint = any(
+            f in files and p in files and set(files[f]) - set(files[p])
+            for f in failed
+            for p in passed
+            if p > f
+        )
+
+
 def exit_code(
     report: RunReport,
     *,

@@ -35,9 +35,12 @@ class LoopState:
         self.first_config: Optional[dict[str, Any]] = None  # what the plugin saw in attempt 1
         self.running: list[str] = []  # when the last process ended
         self.not_rerun: dict[str, str] = {}  # test id -> why the rerun policy held it back
+        self.collected_files: dict[int, list[str]] = {}  # attempt -> the test modules collected
 
     def add(self, number: int, results: ProcessResults) -> None:
         self.add_records(number, results.tests)
+        if results.collected_files is not None:
+            self.collected_files.setdefault(number, results.collected_files)
 
     def add_records(self, number: int, records: Sequence[TestRecord]) -> None:
         for record in records:

@@ -51,6 +51,10 @@ class ProcessResults:
         # it uses and its (file, line) as pytest's ``item.location``; None when not recorded.
         self.collected_fixtures: Optional[dict[str, list[str]]] = None
         self.collected_locations: Optional[dict[str, tuple[str, Optional[int]]]] = None
+        # The test modules collected (rootdir-relative), selected or not: what the session
+        # imported. From the plugin's collect reports, else (an xdist controller sees none)
+        # the files of the collected ids; None when no ``collected`` record was read.
+        self.collected_files: Optional[list[str]] = None
         self.running: list[Start] = []  # started, never finished
 
     @property
@@ -221,7 +225,11 @@ def _add(
 
 
 def _collected_details(results: ProcessResults, data: dict[str, Any]) -> None:
-    """The ``collected`` record's fixtures and locations, when the plugin recorded them."""
+    """The ``collected`` record's files, fixtures and locations, when the plugin recorded them."""
+    files = data.get("files")
+    if not isinstance(files, list):
+        files = [str(i).split("::", 1)[0] for i in data["ids"]]
+    results.collected_files = list(dict.fromkeys(str(f) for f in files))
     fixtures = data.get("fixtures")
     if isinstance(fixtures, dict):
         results.collected_fixtures = {

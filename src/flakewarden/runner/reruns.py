@@ -146,12 +146,13 @@ def run_attempts(options: RunOptions, say: Say) -> Ran:
             say(f"interrupted by {exc}; writing the report of what ran")
 
     from flakewarden.model import RunReport
-    from flakewarden.runner.folding import exit_code, fold
+    from flakewarden.runner.folding import exit_code, fold, mark_collection_hints
 
     with timings.phase("fold"), gc_paused():
         tests = fold(
             state.order, state.records, options.quarantined, state.early.folded, state.not_rerun
         )
+        mark_collection_hints(tests, state.collected_files)
     report = RunReport(
         command=list(options.command),
         rootdir=state.rootdir or str(options.cwd),

@@ -22,7 +22,8 @@ from typing import Optional
 from flakewarden.model import AttemptOutcome, RunReport
 from flakewarden.model.verdicts import INCONCLUSIVE, ORDER_DEPENDENT
 from flakewarden.stress import stats
-from flakewarden.stress.order import ORDER_CONFIRM, ORDER_REPLAYS, recorded_report, replay
+from flakewarden.stress.bisection import ORDER_CONFIRM, ORDER_REPLAYS
+from flakewarden.stress.order import recorded_report, replay
 from flakewarden.stress.phase import Finding, PhaseContext, PhaseEvidence, also_non_idempotent
 from flakewarden.stress.verdict import Arm
 

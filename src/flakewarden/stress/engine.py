@@ -13,7 +13,10 @@ The phases, in order, each one only when the previous ones left the question ope
    test that passes its first run and fails its repeats leaks state into itself
    (non-idempotent), and no later phase repeats it in-process.
 3. order (``ORDER``, ``--order-from``, fresh runs clean): replay the test's
-   predecessors in the recorded order and bisect to the polluter (``order``).
+   predecessors in the recorded order and bisect to the polluter (``order``);
+   a polluter whose module fails the test when only collected, or a recorded
+   failure the predecessors do not reproduce, is looked for among the collected
+   modules' imports (``imports``).
 4. seed (``SEED``, pytest-randomly in use): sweep seeds, then confirm that a
    failing seed fails every time and a passing seed never does; one run per
    process (``causes``).
@@ -47,10 +50,10 @@ from collections.abc import Sequence
 from typing import Optional
 
 from flakewarden import __version__
-from flakewarden.model.verdicts import INCONCLUSIVE
+from flakewarden.model.verdicts import INCONCLUSIVE, NOT_REPRODUCIBLE
 from flakewarden.reports.report_json import claim_directory
 from flakewarden.runner.process import plugin_dir, resolve_executable
-from flakewarden.stress import order
+from flakewarden.stress import imports, order
 from flakewarden.stress.causes import seed_applies, seed_first_applies, seed_phase
 from flakewarden.stress.isolation import break_phase, isolation_phase, repeats_phase
 from flakewarden.stress.phase import Budget, Facts, Finding, Phase, PhaseContext, PhaseResult
@@ -178,6 +181,10 @@ class _Engine:
             if finding is None:
                 assert probed.probe is not None
                 finding = self._phases(phases, probed, evidence)
+            recorded = evidence.facts.recorded_failure
+            if finding.verdict == NOT_REPRODUCIBLE and recorded:
+                clause = imports.unreproduced_clause(recorded, evidence.arms)
+                finding = dataclasses.replace(finding, reason=finding.reason.rstrip(".") + clause)
             return self.verdict(finding, evidence, probed)
 
     def _phases(self, phases: Sequence[Phase], probed: ProbeResult, evidence: _Evidence) -> Finding:

@@ -2,14 +2,21 @@
 
 Replay the predecessors from the recorded run order, bisect to the polluter,
 and confirm the pair against isolation with a one-sided Fisher test of
-failures. The replay helpers here are shared with the brittle side
-(``brittle``), which looks the other way: a test that fails alone and passes
-after the test that sets the state it relies on. Every replay runs the test
-once per process, in the order the plugin's ``FLAKEWARDEN_ORDER`` enforces.
+failures. A replay collects the predecessors' modules as well as running them,
+so before the pair is confirmed the polluter's module is collected without
+running it: when that alone fails the test, the polluter is the module's import
+(``imports``), not the test. When the replay does not reproduce a failure the
+recorded run holds (or no test ran before it), the recorded run's collection is
+the suspect that remains (``imports`` again). The replay helpers here are shared
+with the brittle side (``brittle``), which looks the other way: a test that
+fails alone and passes after the test that sets the state it relies on. Every
+replay runs the test once per process, in the order the plugin's
+``FLAKEWARDEN_ORDER`` enforces.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Optional
 
@@ -17,7 +24,8 @@ from flakewarden.errors import ReportError, UsageError
 from flakewarden.model import RunReport
 from flakewarden.model.verdicts import ORDER_DEPENDENT
 from flakewarden.reports.report_json import read_report
-from flakewarden.stress import stats
+from flakewarden.stress import imports, stats
+from flakewarden.stress.bisection import ORDER_CONFIRM, ORDER_REPLAYS, bisect
 from flakewarden.stress.phase import (
     Finding,
     PhaseContext,
@@ -27,9 +35,6 @@ from flakewarden.stress.phase import (
 )
 from flakewarden.stress.runs import NO_RANDOMLY, Job, StressOptions
 from flakewarden.stress.verdict import Arm
-
-ORDER_REPLAYS = 2  # processes per bisection step (the full replay runs one more)
-ORDER_CONFIRM = 5  # fresh processes that confirm the pair
 
 
 def recorded_report(options: StressOptions) -> RunReport:
@@ -78,7 +83,11 @@ def applies(ctx: PhaseContext) -> bool:
 
 
 def order_phase(ctx: PhaseContext) -> PhaseResult:
-    """Replay the recorded predecessors; bisect a failure there to the polluter and confirm it."""
+    """Replay the recorded predecessors; bisect a failure there to the polluter and confirm it.
+
+    When they do not fail it but the recorded run did, its collection is replayed
+    and bisected to the module whose import fails it (``imports``).
+    """
     assert ctx.options.order_from is not None
     found = PhaseEvidence(ctx)
     test_id = ctx.test_id
@@ -86,6 +95,8 @@ def order_phase(ctx: PhaseContext) -> PhaseResult:
     if test_id not in report.order:
         found.note(f"order: {test_id} is not in the run order of {ctx.options.order_from}")
         return found.result()
+    recorded = imports.recorded_failure(report, test_id, ctx.options.order_from)
+    facts = dataclasses.replace(ctx.facts, recorded_failure=recorded) if recorded else None
     before = report.order[: report.order.index(test_id)]
     detail: dict[str, object] = {
         "kind": "victim",
@@ -94,7 +105,7 @@ def order_phase(ctx: PhaseContext) -> PhaseResult:
     }
     if not before:
         found.note("order: the test ran first in its recorded run; no predecessor to blame")
-        return found.result()
+        return found.result(imports.from_collection(ctx, found, recorded, detail), facts)
     ctx.say(f"order: replaying {len(before)} predecessors in the recorded order")
     replayed = Arm("order", "after-predecessors", command=ctx.reproduce([*before, test_id]))
     found.arms.append(replayed)
@@ -104,32 +115,16 @@ def order_phase(ctx: PhaseContext) -> PhaseResult:
             f"order: replaying the {len(before)} predecessors in order did not reproduce "
             f"({replayed.failures}/{replayed.runs})"
         )
-        return found.result()
-    candidates, detail["bisection"] = _bisect(ctx, found, before)
-    return found.result(_confirm(ctx, found, candidates, detail))
-
-
-def _bisect(
-    ctx: PhaseContext, found: PhaseEvidence, before: list[str]
-) -> tuple[list[str], list[dict[str, object]]]:
-    """Halve the predecessors while one half alone still fails it, within the budget."""
-    candidates = list(before)
-    steps: list[dict[str, object]] = []
-    while len(candidates) > 1 and not ctx.budget.spent():
-        half = len(candidates) // 2
-        first, second = candidates[:half], candidates[half:]
-        probe_arm = Arm("order", "bisect")
-        if _fails_after(ctx, found, first, probe_arm, ORDER_REPLAYS):
-            candidates = first
-        elif _fails_after(ctx, found, second, probe_arm, ORDER_REPLAYS):
-            candidates = second
-        else:
-            steps.append({"tried": len(first) + len(second), "result": "needs both halves"})
-            break
-        steps.append(
-            {"kept": len(candidates), "runs": probe_arm.runs, "failures": probe_arm.failures}
-        )
-    return candidates, steps
+        return found.result(imports.from_collection(ctx, found, recorded, detail), facts)
+    candidates, detail["bisection"] = bisect(
+        ctx,
+        before,
+        lambda subset, arm: _fails_after(ctx, found, subset, arm, ORDER_REPLAYS),
+    )
+    by_import = imports.from_polluters(ctx, found, candidates, detail)
+    if by_import is not None:
+        return found.result(by_import, facts)
+    return found.result(_confirm(ctx, found, candidates, detail), facts)
 
 
 def _confirm(

@@ -48,6 +48,9 @@ class Facts:
     non_idempotent: Mapping[str, object] = dataclasses.field(default_factory=dict)
     always_fails: bool = False  # every fresh run in a fixed order (and every seed swept) failed
     swept: bool = False  # the seed sweep already ran
+    # how the test failed in the ``--order-from`` run, when it did there: a failure that no
+    # phase reproduces is still evidence, and the verdict's reason says so
+    recorded_failure: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

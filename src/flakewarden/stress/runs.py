@@ -80,6 +80,9 @@ class Job:
     args: list[str] = dataclasses.field(default_factory=list)
     env: dict[str, str] = dataclasses.field(default_factory=dict)
     ordered: bool = False
+    # The paths pytest collects (its positional arguments) instead of the ids' files, while
+    # the plugin still runs only ``ids``; [] collects what pytest collects with none.
+    collect: Optional[list[str]] = None
 
 
 @dataclasses.dataclass
@@ -201,9 +204,11 @@ class StressProcesses:
         args = pytest_args.rerun_args(
             split.args,
             positionals=list(probe.positionals),
-            node_ids=job.ids,
+            node_ids=job.ids if job.collect is None else [],
             rootdir=probe.rootdir,
         )
+        if job.collect is not None:
+            args += job.collect
         return [*split.prefix, *pytest_args.drop_options(args, STRESS_DROP), "--tb=long", *job.args]
 
     @staticmethod

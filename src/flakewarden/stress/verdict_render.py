@@ -130,7 +130,12 @@ def _head_lines(verdict: Verdict) -> list[str]:
     ]
     if verdict.knob:
         out.append(f"**Knob:** `{verdict.knob}` — {KNOB_DESCRIPTIONS.get(verdict.knob, '')}\n")
-    if verdict.polluter:
+    if verdict.polluter and verdict.order.get("kind") == "import":
+        out.append(
+            f"**Polluter:** `{verdict.polluter}`, by being imported: collecting it fails "
+            "the test, with none of its tests run\n"
+        )
+    elif verdict.polluter:
         out.append(f"**Polluter:** `{verdict.polluter}`\n")
     if verdict.state_setter:
         setters = " + ".join(f"`{t}`" for t in verdict.state_setter)

@@ -35,7 +35,9 @@ variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
 Records (one JSON object per line, ``kind`` says which):
 ``config`` (rootdir, invocation args, positional args; ``loaded`` and ``time``: when
 pytest imported this module and when it configured), ``collected`` (the node
-ids the session is to run, in order), ``start`` (a test is about to run),
+ids the session is to run, in order, and ``files``: the test modules collected, whether
+or not any of their tests was selected, since importing them is part of every run),
+``start`` (a test is about to run),
 ``test`` (one per test and iteration, with each phase and its subtests),
 ``collect_error``, ``modules`` (the files loaded from under
 ``FLAKEWARDEN_MODULES_UNDER``), ``pytest_stats`` (what pytest's own terminal summary
@@ -80,6 +82,7 @@ _plugin: Optional[Recorder] = None
 _repeat = 1
 _active = False  # this process is the run flakewarden started (or one of its workers)
 _collected = False  # the ``collected`` record was written
+_files: dict[str, None] = {}  # the test modules collected (their node ids), in order
 OWNER_VARIABLE = "FLAKEWARDEN_OWNER_PID"
 _LOADED = time.time()  # pytest imported us: its own start-up is over by then
 
@@ -100,6 +103,8 @@ def _record_collected(ids: list[str], items: Optional[list[Any]] = None) -> None
     if _plugin is not None and not _collected:
         _collected = True
         record: dict[str, Any] = {"kind": "collected", "ids": ids, "time": time.time()}
+        if _files:
+            record["files"] = list(_files)
         if items is not None and os.environ.get("FLAKEWARDEN_RECORD_FIXTURES") == "1":
             record["fixtures"] = {
                 item.nodeid: [str(n) for n in getattr(item, "fixturenames", ())] for item in items
@@ -299,7 +304,12 @@ def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
 
 
 def pytest_collectreport(report: Any) -> None:
-    if _plugin is not None and report.failed:
+    if _plugin is None:
+        return
+    nodeid = str(report.nodeid)
+    if nodeid.endswith(".py") and "::" not in nodeid:  # a module, not a directory or class
+        _files.setdefault(nodeid, None)
+    if report.failed:
         _plugin.write(
             {
                 "kind": "collect_error",
@@ -332,6 +342,7 @@ def pytest_sessionfinish(session: Any, exitstatus: Any) -> None:
 def pytest_unconfigure(config: Any) -> None:
     global _plugin, _collected
     evidence.listen(False)
+    _files.clear()
     blame.finish()
     if _plugin is not None:
         _plugin.close()

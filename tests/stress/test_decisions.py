@@ -33,9 +33,13 @@ from flakewarden.stress.isolation import (
 from flakewarden.stress.load import LOAD_KNOBS, LoadArm
 from flakewarden.stress.phase import Finding
 from flakewarden.stress.sequential import Counts, Margin, Sequential
-from flakewarden.stress.timing_verdict import KNOBS, TimingEvidence, conclude
+from flakewarden.stress.timing_verdict import TimingEvidence, conclude
 from flakewarden.stress.verdict import Arm, Verdict
 from flakewarden.stress.verdict_merge import merge_verdicts
+
+# The knobs of a test in which no event loop ran and only switch-interval of the thread
+# knobs is weighed: the rules below hold for any set, with the race threshold set by its size.
+KNOBS = ("switch-interval", "cpu-load", "throttle")
 
 TEST_ID = "tests/test_x.py::test_y"
 WIDE = Margin(absolute=0.5, relative=0.5)  # bounds any knob in a few rounds

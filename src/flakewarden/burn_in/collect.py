@@ -18,6 +18,7 @@ from flakewarden.errors import UsageError
 from flakewarden.model import first_line
 from flakewarden.runner.process import plugin_dir, plugin_env, resolve_executable, run_child
 from flakewarden.runner.process_results import read_results
+from flakewarden.stress.knobs import KNOB_VARIABLES
 
 COLLECT_ONLY = "--collect-only -q"
 BAD_USAGE = 4  # pytest's exit code for a command line it rejects
@@ -58,7 +59,8 @@ def collect(command: list[str], cwd: Path, directory: Path) -> Collection:
     with plugin_dir() as plugin:
         env = plugin_env(plugin, results_file, extra={"FLAKEWARDEN_RECORD_FIXTURES": "1"})
         env["PYTEST_ADDOPTS"] = f"{env['PYTEST_ADDOPTS']} {COLLECT_ONLY}"
-        env.pop("FLAKEWARDEN_SWITCH_INTERVAL", None)
+        for variable in KNOB_VARIABLES:  # collecting runs no test: no knob applies
+            env.pop(variable, None)
         child = run_child(command, cwd=cwd, env=env, log=log)
     seconds = time.monotonic() - started
     results = read_results(results_file)

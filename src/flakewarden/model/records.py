@@ -41,6 +41,10 @@ class TestRecord:
     subtests: list[Subtest] = dataclasses.field(default_factory=list)
     unfinished: str = ""  # why the session ended while this test ran (pytest.exit, Ctrl-C)
     crash: str = ""  # how the process died while this test ran (a ``crashed`` attempt)
+    # Stress runs (``FLAKEWARDEN_CONCURRENCY``): threads that ran beside the test's own, and
+    # event-loop iterations, during the run; None when not recorded.
+    threads: Optional[int] = None
+    event_loop: Optional[int] = None
 
     @property
     def outcome(self) -> AttemptOutcome:
@@ -139,7 +143,20 @@ class TestRecord:
             subtests=[Subtest.from_json(sub) for sub in data.get("subtests") or []],
             unfinished=str(data.get("unfinished") or ""),
             crash=str(data.get("crash") or ""),
+            **_concurrency(data.get("concurrency")),
         )
+
+
+def _concurrency(data: Any) -> dict[str, Optional[int]]:
+    """The ``concurrency`` facts of a stress run's record, when it holds them (else none)."""
+    if not isinstance(data, dict):
+        return {}
+    out: dict[str, Optional[int]] = {}
+    for key in ("threads", "event_loop"):
+        value = data.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            out[key] = value
+    return out
 
 
 def _evidence(data: dict[str, Any]) -> tuple[tuple[Raised, ...], tuple[InTestRetry, ...]]:

@@ -149,6 +149,8 @@ class KnobBound(NamedTuple):
     margin: float
     runs: int
     unit: str = "runs"  # "processes" when the failures cluster by process
+    # runs over every level of a load knob that escalated (its bound counts the last level's)
+    overall: int = 0
 
     @property
     def met(self) -> bool:
@@ -156,9 +158,14 @@ class KnobBound(NamedTuple):
 
     def describe(self, beta: float = BETA) -> str:
         what = "rate" if self.unit == "runs" else "share of failing processes"
+        level = (
+            f" at its last level ({self.overall:,} runs over all its levels)"
+            if self.overall > self.runs and self.unit == "runs"
+            else ""
+        )
         return (
             f"a knob raising the {what} above {100 * self.upper:.2f}% (baseline at least "
             f"{100 * self.baseline_rate:.2f}% + {100 * self.increase:.2f} points) would have "
             f"been seen with {100 * (1 - beta):.0f}% probability in its {self.runs:,} "
-            f"{self.unit}"
+            f"{self.unit}{level}"
         )

@@ -30,11 +30,12 @@ from flakewarden.model.verdicts import ORDER_DEPENDENT
 from flakewarden.runner.pytest_args import test_file
 from flakewarden.stress import stats
 from flakewarden.stress.bisection import ORDER_CONFIRM, ORDER_REPLAYS, bisect
+from flakewarden.stress.knobs import ALL_KNOBS
 from flakewarden.stress.phase import Finding, PhaseContext, PhaseEvidence, also_non_idempotent
 from flakewarden.stress.runs import NO_RANDOMLY, Job, JobResult
 from flakewarden.stress.verdict import Arm
 
-TIMING_KNOBS = {"switch-interval": 0, "cpu-load": 1, "throttle": 2}  # as the timing phase runs
+TIMING_KNOBS = {knob: i for i, knob in enumerate(ALL_KNOBS)}  # as the timing phase runs them
 
 
 def recorded_failure(report: RunReport, test_id: str, source: object) -> str:

@@ -18,7 +18,8 @@ from typing import Optional
 from flakewarden.model.verdicts import DETERMINISTIC
 from flakewarden.stress import stats
 from flakewarden.stress.brittle import brittle_check
-from flakewarden.stress.phase import Finding, PhaseContext, PhaseEvidence, PhaseResult
+from flakewarden.stress.knobs import Concurrency
+from flakewarden.stress.phase import Facts, Finding, PhaseContext, PhaseEvidence, PhaseResult
 from flakewarden.stress.runs import NO_RANDOMLY, Job, JobResult
 from flakewarden.stress.verdict import Arm
 
@@ -34,21 +35,35 @@ def always_fails(arm: Arm) -> bool:
     return bool(arm.runs) and arm.failures == arm.runs
 
 
-def _fresh_runs(ctx: PhaseContext, found: PhaseEvidence, arm: Arm, count: int) -> None:
+def _fresh_runs(
+    ctx: PhaseContext, found: PhaseEvidence, arm: Arm, count: int
+) -> Sequence[JobResult]:
     ctx.say(f"isolation: {count} fresh processes x 1 run")
     jobs = [Job("isolation", "baseline", [ctx.test_id], 1, NO_RANDOMLY) for _ in range(count)]
     # Half the cores at most, like the timing phase's baseline: a timing-sensitive
     # test must not look broken because its own isolation runs crowded the machine.
-    found.tally(arm, ctx.run(jobs, max(1, ctx.options.cores // 2)))
+    results = ctx.run(jobs, max(1, ctx.options.cores // 2))
+    found.tally(arm, results)
+    return results
+
+
+def _seen(facts: Facts, results: Sequence[JobResult]) -> Concurrency:
+    """The threads and event loops of these runs, added to what earlier runs showed."""
+    return facts.concurrency.add(r for result in results for r in result.records)
 
 
 def isolation_phase(ctx: PhaseContext) -> PhaseResult:
     """One run in each of ``ISOLATION_PROCESSES`` fresh processes, fixed order and seed."""
     found = PhaseEvidence(ctx)
     arm = Arm("isolation", "baseline", command=ctx.reproduce([ctx.test_id]))
-    _fresh_runs(ctx, found, arm, ISOLATION_PROCESSES)
+    results = _fresh_runs(ctx, found, arm, ISOLATION_PROCESSES)
     found.arms.append(arm)
-    facts = dataclasses.replace(ctx.facts, isolation=arm, always_fails=always_fails(arm))
+    facts = dataclasses.replace(
+        ctx.facts,
+        isolation=arm,
+        always_fails=always_fails(arm),
+        concurrency=_seen(ctx.facts, results),
+    )
     return found.result(facts=facts)
 
 
@@ -124,7 +139,12 @@ def repeats_phase(ctx: PhaseContext) -> PhaseResult:
     leaks = non_idempotence(isolation, arm, processes_that_leaked(results))
     if leaks:
         found.note(non_idempotent_note(isolation, arm))
-    facts = dataclasses.replace(ctx.facts, in_process=arm, non_idempotent=leaks or {})
+    facts = dataclasses.replace(
+        ctx.facts,
+        in_process=arm,
+        non_idempotent=leaks or {},
+        concurrency=_seen(ctx.facts, results),
+    )
     if needs_more_fresh_runs(ctx.facts.always_fails, arm):
         found.note(
             f"every one of the first {isolation.runs} runs in a fresh process failed, "
@@ -134,8 +154,13 @@ def repeats_phase(ctx: PhaseContext) -> PhaseResult:
         )
         # The isolation arm grows by these runs: a copy, so the earlier phase's stays as it was.
         grown = dataclasses.replace(isolation)
-        _fresh_runs(ctx, found, grown, EXTRA_FRESH_PROCESSES)
-        facts = dataclasses.replace(facts, isolation=grown, always_fails=always_fails(grown))
+        more = _fresh_runs(ctx, found, grown, EXTRA_FRESH_PROCESSES)
+        facts = dataclasses.replace(
+            facts,
+            isolation=grown,
+            always_fails=always_fails(grown),
+            concurrency=_seen(facts, more),
+        )
     return found.result(facts=facts)
 
 

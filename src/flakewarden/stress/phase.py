@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional
 
+from flakewarden.stress.knobs import Concurrency
 from flakewarden.stress.pool import Throttle
 from flakewarden.stress.runs import Job, JobResult, Probe, Say, StressOptions, StressProcesses
 from flakewarden.stress.verdict import Arm, Failure
@@ -51,6 +52,8 @@ class Facts:
     # how the test failed in the ``--order-from`` run, when it did there: a failure that no
     # phase reproduces is still evidence, and the verdict's reason says so
     recorded_failure: str = ""
+    # threads and event loops seen in the isolation runs: which timing knobs can apply
+    concurrency: Concurrency = dataclasses.field(default_factory=Concurrency)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,10 +109,17 @@ class PhaseContext:
         seed: Optional[int] = None,
         burners: int = 0,
         run_share: float = 0.0,
+        replay: str = "",
     ) -> str:
         """A command a human can paste to rerun one process of an arm, without flakewarden."""
         return self.probe.reproduce(
-            self.options.command, ids, knob=knob, seed=seed, burners=burners, run_share=run_share
+            self.options.command,
+            ids,
+            knob=knob,
+            seed=seed,
+            burners=burners,
+            run_share=run_share,
+            replay=replay,
         )
 
 

@@ -30,12 +30,12 @@ from flakewarden.model import AttemptOutcome, TestRecord, first_line
 from flakewarden.runner import pytest_args
 from flakewarden.runner.process import plugin_env
 from flakewarden.runner.process_results import ProcessResults, read_results
+from flakewarden.stress.knobs import CONCURRENCY_VARIABLE, KNOB_VARIABLES, SWITCH_INTERVAL
 from flakewarden.stress.launcher import SPAWN, Launcher
 from flakewarden.stress.pool import ChildSpec, Throttle, burners, run_all
 from flakewarden.stress.sequential import DEFAULT_MARGIN, Margin
 from flakewarden.stress.verdict import Arm, Failure
 
-SWITCH_INTERVAL = "1e-05"
 NO_RANDOMLY = ["-p", "no:randomly"]
 # Options that would change what one stress process runs: our plugin repeats and selects.
 STRESS_DROP = {
@@ -142,8 +142,13 @@ class Probe:
         seed: Optional[int] = None,
         burners: int = 0,
         run_share: float = 0.0,
+        replay: str = "",
     ) -> str:
-        """A command a human can paste, from the rootdir, without flakewarden."""
+        """A command a human can paste, from the rootdir, without flakewarden.
+
+        ``replay`` is a seeded knob's variable (``FLAKEWARDEN_YIELD=...``): that knob is
+        the plugin's, so the command loads it from the installed flakewarden package.
+        """
         located = pytest_args.locate(list(command))
         if located is not None and located.prefix[-2:] == ["-m", "pytest"]:
             python = located.prefix[:-2]
@@ -159,6 +164,9 @@ class Probe:
                 "raise SystemExit(pytest.main(sys.argv[1:]))"
             )
             line = shlex.join([*python, "-c", code, *args])
+        elif replay:
+            plugin = ["-p", "flakewarden.inside.plugin"]
+            line = f"{replay} " + shlex.join([*python, "-m", "pytest", *plugin, *args])
         else:
             line = shlex.join([*python, "-m", "pytest", *args])
         if burners:
@@ -252,7 +260,7 @@ class StressProcesses:
             directory.mkdir(parents=True, exist_ok=True)
             ids_file = directory / "select.json"
             ids_file.write_text(json.dumps(job.ids, ensure_ascii=False), encoding="utf-8")
-            extra = {"FLAKEWARDEN_REPEAT": str(job.repeat), **job.env}
+            extra = {"FLAKEWARDEN_REPEAT": str(job.repeat), CONCURRENCY_VARIABLE: "1", **job.env}
             if job.ordered:
                 extra["FLAKEWARDEN_ORDER"] = str(ids_file)
             env = plugin_env(
@@ -261,8 +269,9 @@ class StressProcesses:
                 select=None if job.ordered else ids_file,
                 extra=extra,
             )
-            if "FLAKEWARDEN_SWITCH_INTERVAL" not in job.env:
-                env.pop("FLAKEWARDEN_SWITCH_INTERVAL", None)
+            for variable in KNOB_VARIABLES:  # a knob runs only where its arm sets it
+                if variable not in job.env:
+                    env.pop(variable, None)
             specs.append(
                 ChildSpec(
                     self.command_for(job, probe),

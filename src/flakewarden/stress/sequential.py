@@ -131,6 +131,8 @@ class Sequential:
         self.margin = DEFAULT_MARGIN if margin is None else margin
         self.base = Counts(0, 0)
         self.totals: dict[str, Counts] = {k: Counts(0, 0) for k in self.knobs}
+        # a load knob's runs at the levels before its last (its bound starts afresh at each)
+        self.earlier: dict[str, Counts] = {k: Counts(0, 0) for k in self.knobs}
         self.log_lr: dict[str, list[float]] = {k: [0.0] * len(THETA_GRID) for k in self.knobs}
         self.rate_bounds: dict[str, RateBound] = {}
         self.process_bounds: dict[str, RateBound] = {}
@@ -155,6 +157,8 @@ class Sequential:
         self.process_bounds[arm] = RateBound(self.beta)
         self.processes[arm] = []
         if arm in self.totals:
+            done, total = self.earlier[arm], self.totals[arm]
+            self.earlier[arm] = Counts(done.runs + total.runs, done.failures + total.failures)
             self.totals[arm] = Counts(0, 0)
         self._bounds, self._clustered = {}, {}
 
@@ -218,6 +222,21 @@ class Sequential:
         observed = sum(1 for p in processes if p.failures)
         return variance > 0 and (observed - mean) / math.sqrt(variance) < -1.645
 
+    def all_levels(self, knob: str) -> Counts:
+        """The knob's runs and failures at every level, as its arm in the evidence counts them."""
+        done, total = self.earlier[knob], self.totals[knob]
+        return Counts(done.runs + total.runs, done.failures + total.failures)
+
+    def counts_text(self, knob: str) -> str:
+        """``failures/runs``, saying which level it counts when the knob escalated."""
+        total, overall = self.totals[knob], self.all_levels(knob)
+        if overall.runs == total.runs:
+            return f"{total.failures}/{total.runs}"
+        return (
+            f"{total.failures}/{total.runs} at its last level "
+            f"({overall.failures}/{overall.runs} over all its levels)"
+        )
+
     def e_value(self, knob: str) -> float:
         """The mixture martingale's value: evidence that the knob raises the rate."""
         log_mean = _log_sum(self.log_lr[knob]) - math.log(len(THETA_GRID))
@@ -246,7 +265,13 @@ class Sequential:
                 unit = "runs"
                 count = self.totals[knob].runs
             cached = KnobBound(
-                upper, base, max(0.0, upper - base), self.margin.at(base), count, unit
+                upper,
+                base,
+                max(0.0, upper - base),
+                self.margin.at(base),
+                count,
+                unit,
+                self.all_levels(knob).runs,
             )
             self._bounds[knob] = cached
         return cached
@@ -360,6 +385,9 @@ def knob_summary(
         "state": sequential.state(knob),
         "runs": sequential.totals[knob].runs,
         "failures": sequential.totals[knob].failures,
+        # the arm's count in the evidence table: every level of a load knob that escalated
+        "runs_all_levels": sequential.all_levels(knob).runs,
+        "failures_all_levels": sequential.all_levels(knob).failures,
         "e_value": round(sequential.e_value(knob), 6),
         "race_threshold": sequential.threshold,
         "upper": round(bound.upper, 6),

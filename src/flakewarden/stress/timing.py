@@ -21,14 +21,14 @@ from collections.abc import Sequence
 from typing import Callable
 
 from flakewarden.model import AttemptOutcome
+from flakewarden.stress.knobs import UNLOADED_KNOBS, applicable, knob_env, replay_of
 from flakewarden.stress.load import LOAD_KNOBS, LoadArm
 from flakewarden.stress.phase import PhaseContext, PhaseEvidence, PhaseResult
-from flakewarden.stress.runs import NO_RANDOMLY, SWITCH_INTERVAL, Job, JobResult
+from flakewarden.stress.runs import NO_RANDOMLY, Job, JobResult
 from flakewarden.stress.sequential import Counts, Sequential
 from flakewarden.stress.throttle import period_for, throttled
 from flakewarden.stress.timing_verdict import (
     FOUND_CAUSE_RUNS,
-    KNOBS,
     TimingEvidence,
     conclude,
     load_notes,
@@ -36,46 +36,68 @@ from flakewarden.stress.timing_verdict import (
 )
 from flakewarden.stress.verdict import Arm
 
+# Runs per process: enough to fill about TARGET_PROCESS_SECONDS, from MIN_REPEAT to MAX_REPEAT
+# (a fresh process's first repetition fails less often than later ones). A fast test gets
+# more, up to FAST_MAX_REPEAT, to fill FAST_PROCESS_SECONDS: a fresh process costs ~0.1-0.3 s
+# before its first run, so a 1 ms test repeated 20 times spent nine tenths of the phase
+# starting processes. The race test pairs processes whatever their runs share, and the bound
+# counts processes instead of runs when failures bunch, so neither loses its validity.
 MAX_REPEAT = 20
 MIN_REPEAT = 5
 TARGET_PROCESS_SECONDS = 2.0
+FAST_MAX_REPEAT = 500
+FAST_PROCESS_SECONDS = 0.5
+
+
+def runs_per_process(test_seconds: float) -> int:
+    """In-process repeats for a test that takes ``test_seconds`` a run."""
+    seconds = max(test_seconds, 1e-6)
+    usual = min(MAX_REPEAT, max(MIN_REPEAT, TARGET_PROCESS_SECONDS / seconds))
+    fast = min(FAST_MAX_REPEAT, FAST_PROCESS_SECONDS / seconds)
+    return int(max(usual, fast))
 
 
 def timing_phase(ctx: PhaseContext) -> PhaseResult:
     """Interleaved rounds until a knob is a race, every knob is bounded, or the budget ends."""
     options = ctx.options
     found = PhaseEvidence(ctx)
-    repeat = int(min(MAX_REPEAT, max(MIN_REPEAT, TARGET_PROCESS_SECONDS / ctx.probe.test_seconds)))
+    repeat = runs_per_process(ctx.probe.test_seconds)
     if options.runs is not None:
         repeat = min(repeat, max(1, options.runs))
-    # Runs per round per arm stay ``repeat``; a non-idempotent test gets them from as
-    # many fresh processes of one run each.
+    # Runs per round per arm: ``repeat`` in one process; a non-idempotent test gets them
+    # from fresh processes of one run each, at most MAX_REPEAT (a fresh process is the cost).
     fresh_only = bool(ctx.facts.non_idempotent)
-    per_process, processes = (1, repeat) if fresh_only else (repeat, 1)
+    per_process, processes = (1, min(repeat, MAX_REPEAT)) if fresh_only else (repeat, 1)
     test_id = [options.test_id]
+    knobs, not_applicable = applicable(ctx.facts.concurrency)
     arms = {
         name: Arm("timing", name, repeat=per_process, command=ctx.reproduce(test_id, knob=name))
-        for name in ["baseline", *KNOBS]
+        for name in ["baseline", *knobs]
     }
     found.arms.extend(arms.values())
     evidence = TimingEvidence(
         arms=arms,
-        sequential=Sequential(KNOBS, margin=options.margin),
+        sequential=Sequential(knobs, margin=options.margin),
         loads={k: LoadArm(k, options.cores) for k in LOAD_KNOBS},
         per_process=per_process,
         processes=processes,
         fresh_only=fresh_only,
+        not_applicable=not_applicable,
     )
+    found.notes.extend(f"timing: {knob}: {why}" for knob, why in not_applicable.items())
     ctx.say(
-        f"timing: interleaved rounds of {repeat} runs per knob until the evidence decides "
-        f"or the {options.budget_seconds:g} s budget ends"
+        f"timing: interleaved rounds of {per_process * processes} runs per knob ({', '.join(knobs)}) until the "
+        f"evidence decides or the {options.budget_seconds:g} s budget ends"
         + (" (fresh processes only: the test is non-idempotent)" if fresh_only else "")
+        + (f"; not applicable: {', '.join(not_applicable)}" if not_applicable else "")
     )
     _sample(ctx, found, evidence)
     settle_knobs(evidence)
     cpu, throttle = evidence.loads["cpu-load"], evidence.loads["throttle"]
     arms["cpu-load"].command = ctx.reproduce(test_id, burners=cpu.burners)
     arms["throttle"].command = ctx.reproduce(test_id, run_share=throttle.run_share)
+    for knob, replay in {**evidence.fallback_replays, **evidence.replays}.items():
+        arms[knob].command = ctx.reproduce(test_id, knob=knob, replay=replay)
     found.notes.extend(load_notes(evidence))
     finding = conclude(
         evidence, [*ctx.arms, *found.arms], ctx.facts.non_idempotent, options.budget_seconds
@@ -94,7 +116,7 @@ def _sample(ctx: PhaseContext, found: PhaseEvidence, evidence: TimingEvidence) -
             evidence.ended_by = "budget"
             break
         shares = _shares(ctx, evidence)
-        if not any(shares[k] for k in KNOBS):
+        if not any(shares[k] for k in evidence.sequential.knobs):
             evidence.ended_by = "cap"
             break
         round_started = ctx.budget.elapsed()
@@ -117,13 +139,14 @@ def _shares(ctx: PhaseContext, evidence: TimingEvidence) -> dict[str, int]:
     """Processes per arm for the next round: the sequential allocation, less arms at a cap."""
     shares = evidence.sequential.allocation()
     cap = ctx.options.runs
-    for knob in KNOBS:
+    knobs = evidence.sequential.knobs
+    for knob in knobs:
         runs = evidence.arms[knob].runs
         if cap is not None and runs >= cap:
             shares[knob] = 0
         if evidence.fresh_only and not evidence.first_failures() and runs >= FOUND_CAUSE_RUNS:
             shares[knob] = 0
-    if not any(shares[k] for k in KNOBS):
+    if not any(shares[k] for k in knobs):
         shares["baseline"] = 0
     return shares
 
@@ -174,6 +197,15 @@ def _count(
 ) -> None:
     found.tally(evidence.arms[arm], results)
     evidence.round.setdefault(arm, []).extend(_per_process(results))
+    for result in results:
+        replay = replay_of(arm, result.job.env)
+        if not replay or arm in evidence.replays:
+            continue
+        # A seeded knob's replay: the seed of its first failing process (else its first).
+        if result.died or any(r.outcome.is_failure for r in result.records):
+            evidence.replays[arm] = replay
+        else:
+            evidence.fallback_replays.setdefault(arm, replay)
 
 
 def _jobs(
@@ -186,29 +218,33 @@ def _jobs(
 def _unloaded_step(
     ctx: PhaseContext, found: PhaseEvidence, evidence: TimingEvidence, shares: dict[str, int]
 ) -> None:
-    """Baseline and switch-interval processes, leaving half the cores idle.
+    """Baseline, switch-interval, yield and asyncio processes, leaving half the cores idle.
 
     Running more at once would load the machine and raise the baseline's
     rate for exactly the timing-sensitive tests the load knobs are meant to
-    expose, so the unloaded arms only use up to half of the cores.
+    expose, so the unloaded arms only use up to half of the cores. Each process
+    of a seeded knob gets a seed of its own, kept with its results for replay.
     """
     unit = max(1, ctx.options.cores // 4) * evidence.processes
-    base_count, switch_count = shares["baseline"] * unit, shares["switch-interval"] * unit
     per_process = evidence.per_process
-    jobs = _jobs(ctx, "baseline", base_count, per_process, {})
-    jobs += _jobs(
-        ctx,
-        "switch-interval",
-        switch_count,
-        per_process,
-        {"FLAKEWARDEN_SWITCH_INTERVAL": SWITCH_INTERVAL},
-    )
+    counts = {"baseline": shares["baseline"] * unit}
+    jobs = _jobs(ctx, "baseline", counts["baseline"], per_process, {})
+    for knob in UNLOADED_KNOBS:
+        if knob not in evidence.arms:
+            continue
+        counts[knob] = shares.get(knob, 0) * unit
+        jobs += [
+            Job("timing", knob, [ctx.test_id], per_process, NO_RANDOMLY, env)
+            for env in (knob_env(knob, evidence.next_seed()) for _ in range(counts[knob]))
+        ]
     if not jobs:
         return
     results = ctx.run(jobs, max(1, ctx.options.cores // 2))
-    _count(found, evidence, "baseline", results[:base_count])
-    _count(found, evidence, "switch-interval", results[base_count:])
-    evidence.base_durations.extend(_durations(results[:base_count]))
+    start = 0
+    for arm, count in counts.items():
+        _count(found, evidence, arm, results[start : start + count])
+        start += count
+    evidence.base_durations.extend(_durations(results[: counts["baseline"]]))
 
 
 def _burn_step(

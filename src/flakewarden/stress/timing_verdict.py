@@ -9,17 +9,17 @@ which knob is still open, on what counts, and about what budget would settle it.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from flakewarden.model.verdicts import FLAKY, INCONCLUSIVE, NON_IDEMPOTENT, NOT_REPRODUCIBLE, RACE
-from flakewarden.stress.load import LOAD_KNOBS, LoadArm
+from flakewarden.stress.load import LoadArm
 from flakewarden.stress.phase import Finding, also_non_idempotent
 from flakewarden.stress.sequential import OPEN, Counts, Sequential, knob_summary
 from flakewarden.stress.verdict import KNOB_DESCRIPTIONS, Arm
 
 FOUND_CAUSE_RUNS = 60  # first runs per arm when non-idempotence already explains the failures
-KNOBS = ("switch-interval", *LOAD_KNOBS)
 
 
 class TimingEvidence:
@@ -34,8 +34,15 @@ class TimingEvidence:
         per_process: int,
         processes: int,
         fresh_only: bool,
+        not_applicable: Optional[Mapping[str, str]] = None,
     ) -> None:
         self.arms = arms
+        # knobs that cannot apply to this test (no thread, no event loop), and why
+        self.not_applicable = dict(not_applicable or {})
+        # the seeded knobs' schedules: the first failing process's, else the first one's
+        self.replays: dict[str, str] = {}
+        self.fallback_replays: dict[str, str] = {}
+        self.seed = random.SystemRandom().randrange(1, 2**31)  # the first process's seed
         self.sequential = sequential
         self.loads = loads
         self.per_process = per_process
@@ -50,12 +57,17 @@ class TimingEvidence:
     def first_failures(self) -> int:
         return sum(a.first_failures for a in self.arms.values())
 
+    def next_seed(self) -> int:
+        """A seed for the next process of a seeded knob: consecutive from a random start."""
+        self.seed += 1
+        return self.seed
+
     def found_cause_done(self) -> bool:
         """Non-idempotence explains the failures and every knob had its first runs."""
         return (
             self.fresh_only
             and not self.first_failures()
-            and all(self.arms[k].runs >= FOUND_CAUSE_RUNS for k in KNOBS)
+            and all(self.arms[k].runs >= FOUND_CAUSE_RUNS for k in self.sequential.knobs)
         )
 
 
@@ -72,6 +84,9 @@ def _statistics(evidence: TimingEvidence) -> dict[str, object]:
         "seconds": round(evidence.seconds, 1),
         "runs_per_process": evidence.per_process,
         "processes_per_arm_per_round": evidence.processes,
+        "knobs": list(sequential.knobs),
+        "not_applicable": dict(evidence.not_applicable),
+        "replay": {**evidence.fallback_replays, **evidence.replays},
         "intervals": "two-sided 95% Clopper-Pearson per arm (descriptive); the bounds that "
         "decide are the anytime-valid ones in power",
     }
@@ -94,6 +109,7 @@ def _power(evidence: TimingEvidence) -> dict[str, object]:
         "baseline": {"runs": sequential.base.runs, "failures": sequential.base.failures},
         "max_increase": max((sequential.bound(k).increase for k in sequential.knobs), default=1.0),
         "knobs": knobs,
+        "not_applicable": dict(evidence.not_applicable),
     }
 
 
@@ -125,7 +141,6 @@ def _open_text(evidence: TimingEvidence, budget_seconds: float) -> str:
     for knob in sequential.knobs:
         if sequential.state(knob) != OPEN:
             continue
-        total = sequential.totals[knob]
         lean = (
             f"leans toward a race (evidence {sequential.e_value(knob):.3g} of the "
             f"{sequential.threshold:g} needed)"
@@ -133,7 +148,7 @@ def _open_text(evidence: TimingEvidence, budget_seconds: float) -> str:
             else f"not bounded ({sequential.bound(knob).describe(sequential.beta)})"
         )
         parts.append(
-            f"{knob} failed {total.failures}/{total.runs} against {base.failures}/{base.runs} "
+            f"{knob} failed {sequential.counts_text(knob)} against {base.failures}/{base.runs} "
             f"at baseline and {lean}"
         )
     budget = _budget_to_settle(evidence, budget_seconds)
@@ -149,6 +164,20 @@ def _open_text(evidence: TimingEvidence, budget_seconds: float) -> str:
             else ": more runs at the rates seen would not bound it within the margin"
         )
     )
+
+
+def _not_applicable_text(evidence: TimingEvidence) -> str:
+    """The knobs left out because they cannot apply, in a few words."""
+    skipped = evidence.not_applicable
+    if not skipped:
+        return ""
+    threads = [k for k in skipped if "thread" in skipped[k]]
+    loops = [k for k in skipped if k not in threads]
+    why = [
+        *([f"{', '.join(threads)}: no thread ran beside the test"] if threads else []),
+        *([f"{', '.join(loops)}: no event loop ran"] if loops else []),
+    ]
+    return f"; not applicable, so not run: {'; '.join(why)}"
 
 
 def settle_knobs(evidence: TimingEvidence) -> None:
@@ -208,6 +237,11 @@ def _race(evidence: TimingEvidence, non_idempotent: Mapping[str, object]) -> Fin
         f"the failure rate climbs under {knob} ({KNOB_DESCRIPTIONS[knob]}): "
         f"{arm.failures}/{arm.runs} against {base.failures}/{base.runs} at baseline"
         + (f"; also a race under: {', '.join(others)}" if others else "")
+        + (
+            f"; a failing schedule replays with {evidence.replays[knob]} (see the arm's command)"
+            if knob in evidence.replays
+            else ""
+        )
         + also_non_idempotent(non_idempotent),
         f"race: the knob's mixture likelihood ratio reached {sequential.e_value(knob):.3g} "
         f">= {sequential.threshold:g} ({len(sequential.knobs)} knobs / alpha "
@@ -258,7 +292,7 @@ def _clean(
         "timing",
         *(p for p in ("order", "seed") if any(a.phase == p for a in arms)),
     ]
-    tried = ", ".join(sequential.knobs)
+    tried = ", ".join(sequential.knobs) + _not_applicable_text(evidence)
     if fields["power"]["met"]:
         reason = (
             f"no failure in {runs} runs (phases: {', '.join(phases)}; knobs: {tried}): "

@@ -22,17 +22,14 @@ from flakewarden.model.verdicts import (
     VERDICTS,
 )
 from flakewarden.stress import stats
+from flakewarden.stress.knobs import DESCRIPTIONS
 
 SCHEMA_VERSION = 1
 
 
 KNOB_DESCRIPTIONS = {
     "baseline": "no knob: fixed order (-p no:randomly), default switch interval, no extra load",
-    "switch-interval": "sys.setswitchinterval(1e-05): threads switch ~500x more often",
-    "cpu-load": "CPU-burning processes beside the test, escalated until the test itself runs "
-    "4x slower than at baseline",
-    "throttle": "the test's process group stopped for 4/5 or more of every short period "
-    "(SIGSTOP/SIGCONT): its CPU work takes 5x or more as long by the clock",
+    **DESCRIPTIONS,
 }
 
 

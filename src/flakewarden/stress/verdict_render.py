@@ -72,9 +72,14 @@ def _power_lines(verdict: Verdict) -> list[str]:
     for knob, row in knobs.items():
         if not isinstance(row, dict):
             continue
+        runs, failures = row.get("runs", ""), row.get("failures", "")
+        every = row.get("runs_all_levels")
+        if isinstance(every, int) and isinstance(runs, int) and every > runs:
+            runs = f"{runs} at its last level ({every} over all levels)"
+            failures = f"{failures} ({row.get('failures_all_levels', '')} over all levels)"
         out.append(
-            f"| {knob} | {row.get('state', '')} | {row.get('runs', '')} "
-            f"| {row.get('failures', '')} "
+            f"| {knob} | {row.get('state', '')} | {runs} "
+            f"| {failures} "
             f"| {float(row.get('e_value', 0.0)):.3g} | {float(row.get('race_threshold', 0.0)):g} "
             f"| {_percent(float(row.get('upper', 1.0)))} "
             f"| {_percent(float(row.get('increase_bound', 1.0)))} "
@@ -82,6 +87,9 @@ def _power_lines(verdict: Verdict) -> list[str]:
         )
     out.append("")
     out.extend(f"- {row.get('statement', '')}" for row in knobs.values() if isinstance(row, dict))
+    skipped = power.get("not_applicable")
+    if isinstance(skipped, dict):
+        out.extend(f"- {knob}: {why}" for knob, why in skipped.items())
     out.append("")
     return out
 

@@ -91,3 +91,14 @@ def test_a_load_knobs_reason_says_which_level_it_counts() -> None:
     described = sequential.bound("cpu-load").describe()
     assert "in its 20 runs at its last level (60 runs over all its levels)" in described
     assert "over all" not in sequential.bound("switch-interval").describe()
+
+
+def test_a_fast_test_gets_more_runs_per_process_and_a_slow_one_as_before() -> None:
+    from flakewarden.stress.timing import FAST_MAX_REPEAT, MAX_REPEAT, MIN_REPEAT, runs_per_process
+
+    assert runs_per_process(0.0002) == FAST_MAX_REPEAT  # a trivial test: 500 runs, ~0.1 s
+    assert runs_per_process(0.005) == 100  # fills ~0.5 s
+    assert runs_per_process(0.02) == 25  # fills ~0.5 s: more than the usual 20
+    assert runs_per_process(0.05) == MAX_REPEAT  # as before: ~2 s, at most 20
+    assert runs_per_process(0.1) == MAX_REPEAT
+    assert runs_per_process(5.0) == MIN_REPEAT

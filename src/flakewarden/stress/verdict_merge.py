@@ -39,13 +39,18 @@ def _merged_power(usable: list[tuple[Verdict, str]]) -> dict[str, object]:
     powers = [(shard.power, label) for shard, label in usable]
     increases = [p.get("max_increase") for p, _ in powers]
     knobs: dict[str, object] = {}
+    skipped: dict[str, object] = {}
     for power, label in powers:
         for knob, row in (power.get("knobs") or {}).items():
             knobs[f"{knob}@{label}"] = row
+        why_not = power.get("not_applicable")
+        for knob, why in (why_not if isinstance(why_not, dict) else {}).items():
+            skipped[f"{knob}@{label}"] = str(why)
     merged: dict[str, object] = {
         "met": bool(usable) and all(shard.bounded for shard, _ in usable),
         "margin": next((p.get("margin") for p, _ in powers if p.get("margin")), ""),
         "knobs": knobs,
+        "not_applicable": skipped,
         "shards": {label: power for power, label in powers},
     }
     if increases and all(isinstance(i, (int, float)) for i in increases):

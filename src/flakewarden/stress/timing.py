@@ -86,8 +86,9 @@ def timing_phase(ctx: PhaseContext) -> PhaseResult:
     )
     found.notes.extend(f"timing: {knob}: {why}" for knob, why in not_applicable.items())
     ctx.say(
-        f"timing: interleaved rounds of {per_process * processes} runs per knob ({', '.join(knobs)}) until the "
-        f"evidence decides or the {options.budget_seconds:g} s budget ends"
+        f"timing: interleaved rounds of {per_process * processes} runs per knob "
+        f"({', '.join(knobs)}) until the evidence decides or the "
+        f"{options.budget_seconds:g} s budget ends"
         + (" (fresh processes only: the test is non-idempotent)" if fresh_only else "")
         + (f"; not applicable: {', '.join(not_applicable)}" if not_applicable else "")
     )

@@ -59,8 +59,9 @@ def one_stress_at_a_time() -> Iterator[None]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the stress tests ``serial``: they measure timing under CPU burners on purpose.
 
-    The README's test command runs everything else on two xdist workers and then these
-    alone, so that no other test's load blurs the timing evidence they assert on.
+    The project's test command (``.ci/run``, docs/development.md) runs everything else on
+    xdist workers and then these alone, so that no other test's load blurs the timing evidence
+    they assert on.
     """
     for item in items:
         if "one_stress_at_a_time" in getattr(item, "fixturenames", ()):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -19,7 +20,10 @@ import pytest
 from helpers.actions_expressions import Evaluator
 from helpers.actions_runner import ActionRun, Runner, load_action
 from helpers.project import make_project as write_project
-from helpers.workflow_commands import parse_commands
+from helpers.pythons import cli_floor, dotted
+from helpers.workflow_commands import parse_commands, read_output_file
+
+from flakewarden import __version__
 
 REPO = Path(__file__).resolve().parents[1]
 SHA = re.compile(r"^[^@\s]+@[0-9a-f]{40}$")
@@ -190,7 +194,7 @@ def built_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     venv = runner.temp / "flakewarden-venv"
     assert install.outputs == {"python": str(venv / "bin" / "python"), "built": "true"}
     assert "building the flakewarden venv (no venv)" in install.stdout
-    assert "flakewarden 0.1" in install.stdout
+    assert f"flakewarden {__version__}\n" in install.stdout
     assert_flaky_run(runner, run, project)
     # The cache entry is saved right after the build, before any test runs.
     save = run.step("save")
@@ -211,12 +215,75 @@ def _pyenv_python(version: str) -> Optional[str]:
     return None
 
 
-@pytest.mark.parametrize("version", ["3.9", "3.13"])
+def _key_step(
+    runner: Runner, python_input: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """The step that chooses flakewarden's own interpreter, run alone as the runner would."""
+    [key] = [s for s in load_action()["runs"]["steps"] if s.get("id") == "key"]
+    output = runner.temp / "key-output"
+    output.write_text("", encoding="utf-8")
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", key["run"]],
+        cwd=runner.workspace,
+        env={
+            **runner.base_env(),
+            "FLAKEWARDEN_HOST_PYTHON": python_input,
+            "GITHUB_OUTPUT": str(output),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done, read_output_file(output)
+
+
+def _too_old(where: Path) -> str:
+    """A python3 as old as the plugin's floor: its answer to the version check is "older"."""
+    if (real := _pyenv_python("3.9")) is not None:
+        where.symlink_to(real)
+    else:
+        where.write_text("#!/bin/sh\necho 'Python 3.9.18'\nexit 1\n", encoding="utf-8")
+        where.chmod(0o755)
+    return str(where)
+
+
+def test_flakewarden_is_hosted_by_a_supported_python_when_the_tests_use_an_older_one(
+    tmp_path: Path,
+) -> None:
+    """setup-python put an old python3 first on PATH for the tests: the action passes it over."""
+    runner = Runner(tmp_path)
+    _too_old(runner.bin / "python3")
+    done, outputs = _key_step(runner, "")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "flakewarden needs Python 3.10 or later: python3 is older; looking further" in (
+        done.stdout
+    )
+    # The next candidate, `python` on PATH: the interpreter running this suite.
+    assert outputs["host"] == os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+
+
+def test_an_old_python_input_is_refused_with_a_reason(tmp_path: Path) -> None:
+    runner = Runner(tmp_path)
+    done, outputs = _key_step(runner, _too_old(tmp_path / "python3.9"))
+    assert done.returncode == 4
+    assert done.stdout.startswith(
+        "::error title=flakewarden::the python input names an interpreter that does not run or "
+        "is older than 3.10"
+    )
+    assert "key" not in outputs
+    # A supported one is taken as given.
+    done, outputs = _key_step(runner, sys.executable)
+    assert done.returncode == 0, done.stderr
+    assert outputs["host"] == os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+
+
+@pytest.mark.parametrize("version", [dotted(cli_floor()), "3.13"])
 def test_the_venv_builds_and_merges_coverage_on_the_oldest_and_newest_pythons(
     tmp_path: Path, version: str
 ) -> None:
-    """3.13's venv writes a .gitignore the check must know; before 3.11 coverage.py needs
-    tomli to read the project's pyproject.toml, where this project keeps its [tool.coverage]."""
+    """The oldest Python flakewarden runs on, and 3.13, whose venv writes a .gitignore the check
+    must know; before 3.11 coverage.py needs tomli to read the project's pyproject.toml, where
+    this project keeps its [tool.coverage]."""
     host = _pyenv_python(version)
     if host is None:
         pytest.skip(f"no CPython {version} from pyenv on this machine")
@@ -274,7 +341,7 @@ def test_real_install(tmp_path: Path, built_venv: tuple[Path, Path]) -> None:
     venv_python = runner.temp / "flakewarden-venv" / "bin" / "python"
     assert install.outputs == {"python": str(venv_python), "built": "false"}
     assert "restored from the cache and checked" in install.stdout
-    assert "flakewarden 0.1" in install.stdout
+    assert f"flakewarden {__version__}\n" in install.stdout
     assert run.step("save").condition is False  # nothing new to save
     assert_flaky_run(runner, run, project)
     # The user's environment was not modified: flakewarden lives only in the venv.
@@ -352,7 +419,7 @@ def test_a_tampered_or_broken_cached_venv_is_rebuilt(
 def _declared_dependencies() -> set[str]:
     """``[project] dependencies`` of pyproject.toml, on every Python the suite runs on.
 
-    tomllib is 3.11+ and CI runs 3.9 too: the list, a TOML array of basic strings, is also a
+    tomllib is 3.11+ and CI runs 3.10 too: the list, a TOML array of basic strings, is also a
     Python literal. Where tomllib exists the two readings must agree.
     """
     text = (REPO / "pyproject.toml").read_text(encoding="utf-8")

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 from helpers.git_repo import Repo
+from helpers.interpreter import path_with_python
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW = REPO / ".github" / "workflows" / "burn-in.yml"
@@ -32,8 +32,9 @@ def _run_burn_in(work: Path, base: str) -> tuple[subprocess.CompletedProcess[str
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "FLAKEWARDEN"))}
     env.update(
         {
-            # `python` is the interpreter running this suite, which has flakewarden installed.
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+            # `python` is the interpreter running this suite, which has flakewarden installed
+            # (perhaps only there: in a virtualenv).
+            "PATH": path_with_python(work.parent / "python-bin", env.get("PATH", "")),
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             "BUDGET": "60",
             "BASE": base,

@@ -9,16 +9,14 @@ them: one folder per shard's artifact.
 from __future__ import annotations
 
 import json
-import os
-import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 from helpers.hermetic import clean_env
+from helpers.interpreter import path_with_python
 from helpers.project import Project, flaky_module
 from helpers.workflow_commands import parse_commands, read_output_file
 
@@ -36,14 +34,6 @@ def _bash(
     step: dict[str, Any], env: dict[str, str], cwd: Path, tmp: Path
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, str], str]:
     assert set(step["env"]) == set(env), "the test sets exactly the step's variables"
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    python = bin_dir / "python"
-    if not python.exists():
-        # A wrapper, not a link: a link to a virtualenv's interpreter from outside it is no
-        # longer that virtualenv (Python finds pyvenv.cfg beside the path it was started as).
-        python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
-        python.chmod(0o755)
     output, summary = tmp / "output", tmp / "summary"
     output.write_text("", encoding="utf-8")
     summary.write_text("", encoding="utf-8")
@@ -53,7 +43,8 @@ def _bash(
         env=clean_env(
             {
                 **env,
-                "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+                # `python` is this suite's interpreter, in a virtualenv or not.
+                "PATH": path_with_python(tmp / "bin"),
                 "GITHUB_ACTIONS": "true",
                 "GITHUB_OUTPUT": str(output),
                 "GITHUB_STEP_SUMMARY": str(summary),

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from helpers.interpreter import path_with_python
 
 from flakewarden.stress.verdict import Arm, Verdict, read_verdict
 from flakewarden.stress.verdict_render import write_verdict
@@ -56,8 +57,9 @@ def run_step(job: str, name: str, work: Path, runners: str) -> subprocess.Comple
     }
     env.update(
         {
-            # `python` is the interpreter running this suite, which has flakewarden installed.
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+            # `python` is the interpreter running this suite, which has flakewarden installed
+            # (perhaps only there: in a virtualenv).
+            "PATH": path_with_python(work / "python-bin", env.get("PATH", "")),
             "RUNNERS": runners,
             "GITHUB_STEP_SUMMARY": str(summary),
             "GITHUB_TOKEN": "",

@@ -34,6 +34,7 @@ NO_EXPRESSIONS_IN_RUN = (
     "examples/workflows/verify-fix.yml",
     ".github/workflows/verify-fix.yml",
     ".github/workflows/pytest.yml",
+    ".github/workflows/release.yml",
 )
 
 
@@ -126,6 +127,21 @@ def test_workflows_declare_permissions(path: Path) -> None:
         return  # an action, not a workflow
     jobs = document["jobs"].values()
     assert "permissions" in document or all("permissions" in job for job in jobs), relative(path)
+
+
+@pytest.mark.parametrize("path", lintable(), ids=relative)
+def test_write_access_and_oidc_tokens_are_granted_per_job_only(path: Path) -> None:
+    """No workflow-wide write permission; an OIDC token only in a job behind an environment
+    (its protection rules gate what the token can publish)."""
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if "jobs" not in document:
+        return
+    top = document.get("permissions") or {}
+    assert top in ({}, "read-all") or "write" not in top.values(), relative(path)
+    for name, job in document["jobs"].items():
+        permissions = job.get("permissions") or {}
+        if isinstance(permissions, dict) and permissions.get("id-token") == "write":
+            assert job.get("environment"), f"{relative(path)}: job {name} mints OIDC tokens"
 
 
 def test_zizmor_catches_what_it_should(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any, Optional
@@ -20,6 +19,7 @@ from typing import Any, Optional
 import yaml
 
 from .actions_expressions import Evaluator, to_string
+from .interpreter import python_bin
 from .workflow_commands import read_output_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,10 +75,9 @@ class Runner:
         for directory in (self.workspace, self.temp, self.bin):
             directory.mkdir(parents=True, exist_ok=True)
         self.action_path = action_path
-        # The user's interpreter: `python` on PATH is the one running this suite.
-        python = self.bin / "python"
-        python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
-        python.chmod(0o755)
+        # The user's interpreter: `python` on PATH is the one running this suite (`python3` is
+        # the machine's: the action's choice of its own interpreter is tested with it).
+        python_bin(self.bin, ("python",))
         self.github_env = root / "github-env"
         self.github_env.touch()
         self.event_name = "push"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import yaml
 from helpers.github_emulator import GitHubEmulator
 from helpers.github_emulator_actions import zip_directory
 from helpers.history_reports import as_github_run, report_dirs
+from helpers.interpreter import path_with_python
 
 from flakewarden.history.store import HistoryStore
 
@@ -60,7 +60,7 @@ def _run_step(name: str, work: Path, emu: GitHubEmulator) -> subprocess.Complete
         env[key] = values[value]
     env.update(
         {
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+            "PATH": path_with_python(work.parent / "python-bin", env.get("PATH", "")),
             "GITHUB_API_URL": emu.url,
             "GITHUB_REPOSITORY": emu.full_name,
         }

@@ -6,6 +6,7 @@ a real server in this interpreter (or spawned, to compare), through ``run_all``.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import signal
@@ -582,3 +583,62 @@ def test_a_runner_forks_its_processes_after_the_probe(tmp_path: Path) -> None:
     assert all(len(r.records) == 1 and not r.records[0].outcome.is_failure for r in results)
     pids = {r.results.config["pid"] for r in results if r.results.config}
     assert len(pids) == 3
+
+
+IMPORTED_BEFORE = """
+    import os
+    import sys
+
+    SEEN = "hypothesis" in sys.modules  # as the test module is imported, before any use
+
+
+    def test_it():
+        with open(os.path.join(os.environ["OUT"], str(os.getpid())), "w") as out:
+            out.write("yes" if SEEN else "no")
+    """
+
+
+@pytest.mark.skipif(
+    not any(
+        point.value == "_hypothesis_pytestplugin"
+        for point in importlib.metadata.entry_points(group="pytest11")
+    ),
+    reason="needs hypothesis's pytest plugin installed (a test dependency)",
+)
+def test_a_plugins_own_distribution_is_imported_once_in_the_server(
+    tmp_path: Path, plugin: Path
+) -> None:
+    # hypothesis's plugin imports hypothesis only in its hooks (its terminal summary, in
+    # every run): a spawned run imports it at the end of each run, a forked child finds it.
+    files = {"test_it.py": textwrap.dedent(IMPORTED_BEFORE)}
+    project = make_project(tmp_path / "proj", files)
+    out = tmp_path / "out"
+    out.mkdir()
+    env = _base_env(OUT=str(out))
+    spawned = _specs(project, plugin, "spawn", 1, base=env)
+    assert [o.exit_code for o in run_all(spawned, 1)] == [0]
+    assert [p.read_text() for p in out.iterdir()] == ["no"]
+    for path in out.iterdir():
+        path.unlink()
+    forked = _specs(project, plugin, "fork", 2, base=env)
+    with _server(project, plugin, forked[0]) as server:
+        outcomes = run_all(forked, 1, server=server)
+        assert server.forked == 2
+    assert [o.exit_code for o in outcomes] == [0, 0]
+    assert [p.read_text() for p in out.iterdir()] == ["yes", "yes"]
+
+
+def test_a_distributions_packages_are_its_top_level_names_less_tests() -> None:
+    from flakewarden.inside.fork_child import _packages
+
+    class Dist:
+        def __init__(self, top: Optional[str], files: Sequence[str]) -> None:
+            self.top, self.files = top, files
+
+        def read_text(self, name: str) -> Optional[str]:
+            assert name == "top_level.txt"
+            return self.top
+
+    assert _packages(Dist("hypothesis\n_hypothesis_pytestplugin\ntests\n", [])) == ["hypothesis"]
+    files = ["xdist/__init__.py", "xdist/plugin.py", "tests/__init__.py", "x-1.0.dist-info/RECORD"]
+    assert _packages(Dist(None, files)) == ["xdist"]

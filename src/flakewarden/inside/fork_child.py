@@ -4,7 +4,9 @@
 names, e.g. ``.venv/bin/python flakewarden_fork_server.py --module`` for ``.venv/bin/python -m
 pytest``. It imports pytest, pytest's built-in plugins and the installed plugins
 (entry points of group ``pytest11``, through pytest's assertion-rewriting hook as
-pytest imports them) once, then forks one child per run. Each
+pytest imports them) and the top-level packages of those plugins' distributions (which
+their hooks import later in every run: ``hypothesis`` for its plugin) once, then forks
+one child per run. Each
 child leads a process group of its own in the server's session, takes the
 run's environment, working directory and log, and runs pytest's own
 ``__main__`` (or the ``pytest`` console script) as a fresh interpreter would:
@@ -151,6 +153,27 @@ def _pytest_config() -> Any:
         return None
 
 
+_NOT_PACKAGES = {"test", "tests", "testing", "docs", "doc", "examples", "benchmarks"}
+
+
+def _packages(dist: Any) -> list[str]:
+    """The top-level packages a distribution installs (``top_level.txt``, else its files)."""
+    text = None
+    with contextlib.suppress(Exception):
+        text = dist.read_text("top_level.txt")
+    if text:
+        names = {line.strip() for line in text.splitlines()}
+    else:
+        names = set()
+        for file in dist.files or []:
+            parts = str(file).replace("\\", "/").split("/")
+            if len(parts) > 1 and parts[1] == "__init__.py":
+                names.add(parts[0])
+    return sorted(
+        n for n in names if n.isidentifier() and not n.startswith("_") and n not in _NOT_PACKAGES
+    )
+
+
 def preload(skip: set[str]) -> dict[str, Any]:
     """Import pytest and its plugins as pytest does; the greeting says whether forking is safe."""
     if threads() > 1:
@@ -171,6 +194,7 @@ def preload(skip: set[str]) -> dict[str, Any]:
 
     try:
         for dist in list(importlib.metadata.distributions()):
+            plugin = ""
             for point in dist.entry_points:
                 if point.group != ENTRY_POINT_GROUP or point.value in skip:
                     continue
@@ -181,6 +205,18 @@ def preload(skip: set[str]) -> dict[str, Any]:
                 if threads() > 1:
                     return _threaded("plugin", point.value)
                 loaded.append(point.value)
+                plugin = point.value
+            # The plugin's own distribution: its hooks import it later, in every child
+            # (hypothesis's terminal summary imports hypothesis: 0.2-0.4 s a run).
+            for name in _packages(dist) if plugin else ():
+                if name in sys.modules:
+                    continue
+                try:
+                    importlib.import_module(name)
+                except Exception:
+                    continue
+                if threads() > 1:
+                    return _threaded("plugin", plugin)
     finally:
         if hook in sys.meta_path:
             sys.meta_path.remove(hook)  # each child's pytest installs its own

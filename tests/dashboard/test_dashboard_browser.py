@@ -74,11 +74,11 @@ def test_the_flakiest_test_first_and_the_chart(page: Opened, tmp_path: Path) -> 
 def test_the_filter_and_the_state_chips(page: Opened) -> None:
     p = page.page
     p.fill("#filter", "test_api")
-    p.wait_for_function("document.querySelectorAll('#rows tr').length === 2")
+    page.wait("document.querySelectorAll('#rows tr').length === 2")
     assert sorted(names(page)) == sorted(t for t in SHARED if "test_api" in t)
     p.fill("#filter", "")
     p.click("#states button[data-kind=flaky]")
-    p.wait_for_function("!document.querySelector('#rows .badge.o-flaky')")
+    page.wait("!document.querySelector('#rows .badge.o-flaky')")
     kinds = p.eval_on_selector_all("#rows tr .badge", "bs => bs.map(b => b.textContent)")
     assert kinds and "flaky" not in kinds
 
@@ -110,7 +110,7 @@ def test_the_hostile_id_and_message_stay_text(browser, site: Path) -> None:  # t
     opened = browser.open(site)
     p = opened.page
     p.fill("#filter", "<img src=x")
-    p.wait_for_function("document.querySelectorAll('#rows tr').length === 1")
+    opened.wait("document.querySelectorAll('#rows tr').length === 1")
     assert names(opened) == [HOSTILE_ID]
     p.click("#rows .test-name")
     p.wait_for_selector("tr.detail .panel")

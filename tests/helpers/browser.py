@@ -17,6 +17,7 @@ import dataclasses
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
@@ -53,6 +54,9 @@ def why_no_browser() -> str:
         import playwright.sync_api  # noqa: F401
     except ImportError:
         return "Playwright's Python package is not installed (pip install -e '.[test]')"
+    chosen = os.environ.get("FLAKEWARDEN_CHROMIUM")
+    if chosen and find_chromium() is None:
+        return f"FLAKEWARDEN_CHROMIUM={chosen} is not an executable"
     if find_chromium() is None:
         return (
             "no Chromium found (apt-get install chromium, or set FLAKEWARDEN_CHROMIUM to one); "
@@ -75,6 +79,16 @@ class Opened:
     @property
     def console_errors(self) -> list[str]:
         return [text for kind, text in self.console if kind in ("error", "warning")]
+
+    def wait(self, expression: str, timeout: float = 10.0) -> None:
+        """Until ``expression`` is true in the page. Polled from here: Playwright's own
+        ``wait_for_function`` evaluates a string in the page, which the page's policy
+        (no ``unsafe-eval``) refuses, as it should."""
+        deadline = time.monotonic() + timeout
+        while not self.page.evaluate(expression):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"still false after {timeout} s: {expression}")
+            time.sleep(0.02)
 
     def screenshot(self, path: Path, full_page: bool = False) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -64,16 +64,16 @@ def test_counts_and_the_flaky_test_first(page: Opened, report_dir: Path, tmp_pat
 def test_the_filter_and_the_outcome_chips(page: Opened) -> None:
     p = page.page
     p.fill("#filter", "calc")
-    p.wait_for_function("document.querySelectorAll('#rows tr').length === 4")
+    page.wait("document.querySelectorAll('#rows tr').length === 4")
     assert all("calc" in test for test in rows(page))
     p.fill("#filter", "ARITHMETIC")  # failure messages match too, in any case
-    p.wait_for_function("document.querySelectorAll('#rows tr').length === 1")
+    page.wait("document.querySelectorAll('#rows tr').length === 1")
     assert rows(page) == ["test_calc.py::test_broken"]
     p.fill("#filter", "")
-    p.wait_for_function("document.querySelectorAll('#rows tr').length === 6")
+    page.wait("document.querySelectorAll('#rows tr').length === 6")
     p.click("#outcomes button[data-kind=passed]")
     p.click("#outcomes button[data-kind=skipped]")
-    p.wait_for_function("document.querySelectorAll('#rows tr').length === 4")
+    page.wait("document.querySelectorAll('#rows tr').length === 4")
     outcomes = p.eval_on_selector_all("#rows tr .badge", "bs => bs.map(b => b.textContent)")
     assert "passed" not in outcomes and "skipped" not in outcomes
     assert p.get_attribute("#outcomes button[data-kind=passed]", "aria-pressed") == "false"
@@ -111,7 +111,7 @@ def test_hostile_names_messages_and_output_stay_text(browser, report_dir: Path) 
     opened = browser.open(report_dir / "report.html")
     p = opened.page
     p.fill("#filter", "<img src=x")  # typed as text: it is a filter, not markup
-    p.wait_for_function("document.querySelectorAll('#rows tr').length === 1")
+    opened.wait("document.querySelectorAll('#rows tr').length === 1")
     p.click("#rows .test-name")
     p.wait_for_selector("tr.detail .attempt")
     assert rows(opened) == [HOSTILE_ID]

@@ -40,7 +40,7 @@
     const W = 900, H = 200, left = 34, bottom = 22, top = 8;
     const max = Math.max(1, ...weeks.map((w) => w.runs));
     const step = (W - left) / weeks.length;
-    const bar = Math.max(2, step * 0.7);
+    const bar = Math.min(36, Math.max(2, step * 0.7));
     const y = (v) => top + (H - top - bottom) * (1 - v / max);
     const chartSvg = svg("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, cls: "svgchart", role: "img",
       "aria-label": "runs per week, and the runs with a flaky test"});
@@ -104,7 +104,7 @@
     const kv = el("dl", {cls: "kv"});
     const add = (k, ...v) => { kv.appendChild(el("dt", {text: k})); kv.appendChild(el("dd", {}, ...v)); };
     if (t.state) {
-      add("state", badge(t.state === "broken" ? "failed" : t.state === "new" ? "skipped" : t.state, t.state));
+      add("state", badge(t.state));
       add("failure rate", percent(t.rate) + " of first attempts (" + t.fa + " of " + t.runs + " runs), 95% interval " +
         percent(t.lo) + " to " + percent(t.hi) + (t.rose ? "; higher than the window before" : ""));
       add("flaky runs", String(t.flaky) + " failed, then passed; " + t.hard + " failed every attempt");
@@ -144,8 +144,7 @@
       columnsId: "columns", bodyId: "rows", moreId: "more", shownId: "shown", filterId: "filter", chipsId: "states",
       text: (t) => t.i, kind: (t) => t.kind, open: panel,
       columns: [
-        {key: "state", label: "State", sort: (t) => STATES.indexOf(t.kind), cell: (t) => badge(
-          t.kind === "broken" ? "failed" : t.kind === "new" ? "skipped" : t.kind, t.kind)},
+        {key: "state", label: "State", sort: (t) => STATES.indexOf(t.kind), cell: (t) => badge(t.kind)},
         {key: "i", label: "Test", sort: (t) => t.i, cell: (t, i, toggle) => {
           const b = el("button", {cls: "test-name", type: "button", text: t.i, title: "show its runs, trend and failures"});
           b.addEventListener("click", () => { history.replaceState(null, "", "#test-" + i); toggle(); });

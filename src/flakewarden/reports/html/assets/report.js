@@ -115,7 +115,7 @@
 
   function attemptsCell(row) {
     const failed = row.w.split("").filter((c) => c === "f" || c === "e" || c === "c").length;
-    return [dots(row.w), " ", el("span", {cls: "muted", text: failed ? failed + " of " + row.w.length + " failed" : String(row.w.length)})];
+    return el("span", {cls: "nowrap"}, dots(row.w), " ", el("span", {cls: "muted", text: failed ? failed + " of " + row.w.length + " failed" : String(row.w.length)}));
   }
 
   const RANK = {flaky: 0, failed: 1, error: 2, quarantined: 3, passed: 4, skipped: 5};

@@ -104,3 +104,18 @@ def test_burn_in_benchmark_runs_its_no_test_change() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "a change with no tests:" in done.stdout, done.stdout
+
+
+def test_report_html_benchmark_runs_at_a_tiny_size() -> None:
+    done = _bench("bench_report_html.py", *("--tests", "200", "--flaky", "5", "--repeat", "1"))
+    assert "run: 200 tests, 5 flaky" in done.stdout, done.stdout
+    assert "render_report_html median s:" in done.stdout, done.stdout
+    assert "report.html:" in done.stdout, done.stdout
+
+
+def test_dashboard_benchmark_runs_at_a_tiny_size() -> None:
+    done = _bench(
+        "bench_dashboard.py", *("--tests", "200", "--runs", "20", "--repeat", "1", "--loads", "1")
+    )
+    assert "history: 20 runs x 200 tests = 4,000 entries" in done.stdout, done.stdout
+    assert "flakewarden dashboard (whole subprocess) median s:" in done.stdout, done.stdout

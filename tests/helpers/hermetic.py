@@ -26,8 +26,11 @@ PYTEST_LEAKS = frozenset(
         "COVERAGE_FILE",
     }
 )
-# Settings of the suite itself, not of any job: where downloaded corpora are cached.
-SUITE_SETTINGS = frozenset({"FLAKEWARDEN_CORPUS_CACHE"})
+# Settings of the suite itself, not of any job: where downloaded corpora are cached, the
+# browser the page tests drive, where they keep their screenshots.
+SUITE_SETTINGS = frozenset(
+    {"FLAKEWARDEN_CORPUS_CACHE", "FLAKEWARDEN_CHROMIUM", "FLAKEWARDEN_SCREENSHOTS"}
+)
 
 
 def is_ambient(name: str) -> bool:

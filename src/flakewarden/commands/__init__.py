@@ -31,6 +31,7 @@ COMMANDS: tuple[str, ...] = (
     "release",
     "reevaluate",
     "history",
+    "dashboard",
 )
 
 

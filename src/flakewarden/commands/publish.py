@@ -126,4 +126,5 @@ JUNIT_REPORT_FILES = (
     "junit.xml",
     "junit-xunit1.xml",
     "summary.md",
+    "report.html",
 )

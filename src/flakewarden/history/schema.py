@@ -12,7 +12,7 @@ from flakewarden.model import AttemptOutcome, Outcome
 #: ``PRAGMA application_id``: "FlkW". Tells our database from any other SQLite file.
 APPLICATION_ID = 0x466C6B57
 #: ``PRAGMA user_version``: the schema version this flakewarden writes.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: The final outcome, stored as a small integer (0 and 1 take no bytes at all).
 OUTCOME_CODES: dict[Outcome, int] = {
@@ -89,5 +89,35 @@ CREATE TABLE github_runs (
 );
 """
 
-#: How to bring a database of version N up to N + 1 (none yet: version 1 is the first).
-MIGRATIONS: dict[int, str] = {}
+#: Version 2: what each failed attempt raised, by signature (``model/signatures.py``), and
+#: the quarantined set each run ran with. A signature keeps one example traceback (the
+#: first ingested, clipped), each failure its own first line: a broken test failing every
+#: run adds a short row per attempt, not a traceback. Runs ingested before version 2 have
+#: neither; nothing else changes, so an old database opens and migrates in place.
+SCHEMA_V2 = """
+CREATE TABLE signatures (
+    id INTEGER PRIMARY KEY,
+    signature TEXT NOT NULL UNIQUE,
+    exception TEXT NOT NULL,
+    message TEXT NOT NULL,
+    frame TEXT NOT NULL,
+    example TEXT NOT NULL
+);
+CREATE TABLE failures (
+    run INTEGER NOT NULL REFERENCES runs (id),
+    test INTEGER NOT NULL REFERENCES tests (id),
+    attempt INTEGER NOT NULL,
+    signature INTEGER NOT NULL REFERENCES signatures (id),
+    message TEXT NOT NULL,
+    PRIMARY KEY (run, test, attempt)
+) WITHOUT ROWID;
+CREATE INDEX failures_by_signature ON failures (signature);
+CREATE TABLE quarantined (
+    run INTEGER NOT NULL REFERENCES runs (id),
+    test_key TEXT NOT NULL,
+    PRIMARY KEY (run, test_key)
+) WITHOUT ROWID;
+"""
+
+#: How to bring a database of version N up to N + 1; a new database runs them all in turn.
+MIGRATIONS: dict[int, str] = {1: SCHEMA_V2}

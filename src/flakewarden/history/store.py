@@ -16,6 +16,7 @@ from typing import Any, Optional, Union
 
 from flakewarden.errors import HistoryError
 from flakewarden.history import schema
+from flakewarden.history.failures import write_failures
 from flakewarden.history.rows import (
     RUN_COLUMNS,
     Decoded,
@@ -123,7 +124,8 @@ class HistoryStore:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            for statement in schema.SCHEMA_V1.split(";"):
+            scripts = [schema.SCHEMA_V1, *(schema.MIGRATIONS[v] for v in sorted(schema.MIGRATIONS))]
+            for statement in ";".join(scripts).split(";"):
                 if statement.strip():
                     db.execute(statement)
             db.execute(f"PRAGMA application_id = {schema.APPLICATION_ID}")
@@ -223,6 +225,7 @@ class HistoryStore:
                 ]
             )
             db.executemany("INSERT OR IGNORE INTO entries VALUES (?, ?, ?, ?, ?)", rows)
+            write_failures(db, run, ids, report)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

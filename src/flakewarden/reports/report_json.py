@@ -22,6 +22,7 @@ JUNIT_XML = "junit.xml"
 #: ``--junit-xunit1``: the same JUnit with pytest's file, line and nodeid attributes.
 JUNIT_XUNIT1_XML = "junit-xunit1.xml"
 SUMMARY_MD = "summary.md"
+REPORT_HTML = "report.html"
 
 __all__ = [
     "SENTINEL",
@@ -84,7 +85,8 @@ def write_reports(
     rendered: Optional[RenderedTests] = None,
     xunit1: bool = False,
 ) -> None:
-    """Write report.json, rerun-report.txt, junit.xml and summary.md into ``report_dir``.
+    """Write report.json, rerun-report.txt, junit.xml, summary.md and report.html into
+    ``report_dir``.
 
     ``rendered`` holds tests rendered while the tests ran; the rest are rendered here.
     ``xunit1``: also junit-xunit1.xml, with pytest's ``file``/``line``/``nodeid`` attributes.
@@ -104,6 +106,10 @@ def write_reports(
         with timings.phase("summary.md"):
             summary = render_summary(report, artifact_name=artifact_name)
             write_text_atomic(report_dir / SUMMARY_MD, summary)
+        with timings.phase("report.html"):
+            from flakewarden.reports.html.report_page import render_report_html
+
+            write_text_atomic(report_dir / REPORT_HTML, render_report_html(report, report_dir))
         with timings.phase("manifest"):
             record_written(report_dir)
     except OSError as exc:

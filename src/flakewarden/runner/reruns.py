@@ -96,6 +96,7 @@ REPORT_FILES = (
     "junit.xml",
     "junit-xunit1.xml",
     "summary.md",
+    "report.html",
     ".coverage",
     "coverage.xml",
     "blame-base",

@@ -1,0 +1,69 @@
+"""Failures grouped across tests by signature: one root cause, one group, every test it hits.
+
+A study of flaky tests across projects found three in four failing together in clusters;
+a shared fixture, a port, a slow service. Grouped by the masked signature the history
+keeps for each failed attempt, such a cause shows once, with the tests it hits, how often
+and since when, instead of as a dozen unrelated flakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from flakewarden.history.failures import Failure, SignatureRow
+
+#: Groups shown at most (the widest first), tests and sample messages per group.
+MAX_GROUPS = 200
+MAX_TESTS = 100
+MAX_MESSAGES = 3
+MAX_RUNS = 8
+
+
+def group_failures(
+    found: Sequence[Failure],
+    signatures: Mapping[int, SignatureRow],
+    test_names: Mapping[int, str],
+    runs: Mapping[int, tuple[str, str]],
+) -> list[dict[str, Any]]:
+    """The groups, widest first: most tests hit, then most failures, then newest.
+
+    ``runs`` maps a run's database id to its start time and its link ("" when none).
+    """
+    by_signature: dict[int, list[Failure]] = {}
+    for failure in found:
+        by_signature.setdefault(failure.signature, []).append(failure)
+    groups = []
+    for number, members in by_signature.items():
+        row = signatures.get(number)
+        if row is None:
+            continue
+        per_test: dict[int, int] = {}
+        for failure in members:
+            per_test[failure.test] = per_test.get(failure.test, 0) + 1
+        times = sorted({runs.get(f.run, ("", ""))[0] for f in members} - {""})
+        newest_runs = sorted(
+            {f.run for f in members}, key=lambda r: runs.get(r, ("", ""))[0], reverse=True
+        )
+        messages = list(dict.fromkeys(f.message for f in members if f.message))
+        tests = sorted(per_test.items(), key=lambda item: (-item[1], test_names.get(item[0], "")))
+        groups.append(
+            {
+                **row.signature.to_json(),
+                "key": row.signature.key,
+                "example": row.example,
+                "failures": len(members),
+                "runs": len({f.run for f in members}),
+                "tests": [[test_names.get(t, "?"), n] for t, n in tests[:MAX_TESTS]],
+                "tests_total": len(per_test),
+                "first": times[0] if times else "",
+                "last": times[-1] if times else "",
+                "messages": messages[:MAX_MESSAGES],
+                "recent": [
+                    list(runs.get(r, ("", ""))) for r in newest_runs[:MAX_RUNS] if r in runs
+                ],
+            }
+        )
+    groups.sort(key=lambda g: str(g["last"]), reverse=True)
+    groups.sort(key=lambda g: (-g["tests_total"], -g["failures"]))
+    return groups[:MAX_GROUPS]

@@ -1,0 +1,44 @@
+"""Stress verdicts for the dashboard, read from ``verdict.json`` files.
+
+The history database keeps runs, not stress runs: ``flakewarden dashboard --verdicts``
+names stress report directories (or their ``verdict.json``), such as the digest
+workflow downloads from the stress workflow's artifacts. Only the fields the page shows
+are read, leniently; a file that is not a verdict is named and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from flakewarden.model.verdicts import VERDICTS
+
+
+def read_verdicts(paths: Iterable[Path]) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """Per test id, its verdicts (newest first); and a line per file that was skipped."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    skipped: list[str] = []
+    for path in paths:
+        target = path / "verdict.json" if path.is_dir() else path
+        try:
+            data = json.loads(target.read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or data.get("verdict") not in VERDICTS:
+                raise ValueError("not a flakewarden verdict")
+            test_id = str(data["test_id"])
+            item = {
+                "verdict": str(data["verdict"]),
+                "allowed": data.get("quarantine_allowed") is True,
+                "reason": str(data.get("reason") or "")[:1000],
+                "runs": int(data.get("runs") or 0),
+                "failures": int(data.get("failures") or 0),
+                "at": str(data.get("finished_at") or data.get("started_at") or ""),
+            }
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            skipped.append(f"{target}: {exc}")
+            continue
+        found.setdefault(test_id, []).append(item)
+    for items in found.values():
+        items.sort(key=lambda v: str(v["at"]), reverse=True)
+    return found, skipped

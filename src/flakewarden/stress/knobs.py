@@ -30,7 +30,7 @@ from flakewarden.stress.load import LOAD_KNOBS
 
 SWITCH_INTERVAL = "1e-05"
 # The chance, per opcode of the project's code, that the running thread yields.
-YIELD_PROBABILITY = 0.002
+YIELD_PROBABILITY = 0.001
 THREAD_KNOBS = ("switch-interval", "yield")
 LOOP_KNOBS = ("asyncio",)
 # Run in the unloaded step, beside the baseline, at most half the cores.

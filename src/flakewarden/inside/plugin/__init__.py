@@ -4,14 +4,30 @@ The orchestrator copies this package into a private directory, puts that directo
 on ``PYTHONPATH`` and loads it with ``-p flakewarden_pytest_plugin``, so the
 tested environment needs nothing installed. Its parts: ``recorder`` (the records),
 ``selection`` (which tests run), ``evidence`` (a failure's exceptions, in-test
-retries), ``stats`` (pytest's own counts); this module holds the hooks. It is driven by environment
-variables and does nothing when ``FLAKEWARDEN_RESULTS`` is unset.
+retries), ``stats`` (pytest's own counts), ``knobs`` (stress's ``yield`` and ``asyncio``
+knobs, ``yields`` and ``event_loop``, and the applicability facts, ``concurrency``); this
+module holds the hooks. It is driven by environment variables and records nothing when
+``FLAKEWARDEN_RESULTS`` is unset; the knobs apply without it, in the pytest process that
+claimed the run (``_active``), so that a stress seed replays by hand.
 
 - ``FLAKEWARDEN_RESULTS``: JSON-lines file to append records to.
 - ``FLAKEWARDEN_SELECT``: JSON file holding a list of node ids; every other
   collected test is deselected. Node ids are matched exactly, so ids holding
   ``::``, brackets, spaces or quotes select as reliably as plain ones.
 - ``FLAKEWARDEN_SWITCH_INTERVAL``: a float for ``sys.setswitchinterval``.
+- ``FLAKEWARDEN_YIELD``: ``<seed>:<probability>`` (``yield`` knob, ``yields``): from each
+  test's setup to its teardown's end, every opcode of the project's code (under the rootdir;
+  not site-packages, the standard library, pytest, pluggy or this plugin) is preceded, with
+  that probability, by a pause of the running thread (a sleep of 0.1 to 1 ms while another
+  thread is alive), drawn from a ``random.Random`` of each thread's own seeded
+  ``"<seed>:<n>"`` (``n``: the thread's number in start order). ``sys.monitoring`` on 3.12+,
+  trace functions before. Off between tests.
+- ``FLAKEWARDEN_ASYNCIO``: ``<seed>`` or ``<seed>:<jitter_ms>`` (``asyncio`` knob,
+  ``event_loop``; jitter 1 ms by default): every asyncio ``BaseEventLoop`` created runs the
+  callbacks ready in an iteration in a seeded order (what one callback scheduled keeps its
+  order) and delays each ``call_at`` deadline by a seeded ``[0, jitter)``. uvloop is left alone.
+- ``FLAKEWARDEN_CONCURRENCY``: ``1`` adds ``concurrency`` to each ``test`` record (below);
+  nothing is patched without it.
 - ``FLAKEWARDEN_REPEAT``: repeat each selected test this many times inside the
   process, recording every iteration.
 - ``FLAKEWARDEN_ORDER``: JSON file holding a list of node ids; only those run,
@@ -38,7 +54,10 @@ pytest imported this module and when it configured), ``collected`` (the node
 ids the session is to run, in order, and ``files``: the test modules collected, whether
 or not any of their tests was selected, since importing them is part of every run),
 ``start`` (a test is about to run),
-``test`` (one per test and iteration, with each phase and its subtests),
+``test`` (one per test and iteration, with each phase and its subtests; with
+``FLAKEWARDEN_CONCURRENCY=1``, ``"concurrency": {"threads": T, "event_loop": L}``: T the
+Python threads that ran beside the test's thread during its phases, those already
+running before the first test excepted, L the iterations asyncio's event loops ran),
 ``collect_error``, ``modules`` (the files loaded from under
 ``FLAKEWARDEN_MODULES_UNDER``), ``pytest_stats`` (what pytest's own terminal summary
 counted, for the consistency check) and ``session`` (exit status).
@@ -85,6 +104,7 @@ _collected = False  # the ``collected`` record was written
 _files: dict[str, None] = {}  # the test modules collected (their node ids), in order
 OWNER_VARIABLE = "FLAKEWARDEN_OWNER_PID"
 _LOADED = time.time()  # pytest imported us: its own start-up is over by then
+_KNOBS = ("FLAKEWARDEN_YIELD", "FLAKEWARDEN_ASYNCIO", "FLAKEWARDEN_CONCURRENCY")
 
 
 def _is_worker(config: Any) -> bool:
@@ -152,6 +172,10 @@ def pytest_configure(config: Any) -> None:
     interval = os.environ.get("FLAKEWARDEN_SWITCH_INTERVAL")
     if interval:
         sys.setswitchinterval(float(interval))
+    if any(os.environ.get(name) for name in _KNOBS):
+        from . import knobs  # compiled only when asked for: other runs pay nothing
+
+        knobs.configure(config, os.path.dirname(os.path.abspath(__file__)))
     path = os.environ.get("FLAKEWARDEN_RESULTS")
     if not path or _is_worker(config):
         return
@@ -344,6 +368,9 @@ def pytest_unconfigure(config: Any) -> None:
     evidence.listen(False)
     _files.clear()
     blame.finish()
+    knobs = sys.modules.get(f"{__name__}.knobs")
+    if knobs is not None:
+        knobs.unconfigure()
     if _plugin is not None:
         _plugin.close()
         _plugin = None

@@ -15,6 +15,8 @@ _string = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kep
 # What ``evidence`` attaches to a report, so that it also crosses from an xdist worker.
 RAISED_ATTRIBUTE = "flakewarden_raised"
 RETRIES_ATTRIBUTE = "flakewarden_retries"
+# The applicability facts of a test's phases (``knobs``), on its teardown's report.
+CONCURRENCY_ATTRIBUTE = "flakewarden_concurrency"
 
 
 def clip(text: str) -> str:
@@ -40,6 +42,7 @@ class Recorder:
         self.reports: dict[str, Any] = {}  # the call report, read again when the test ends
         self.interrupted = ""  # why the session stopped (pytest.exit, KeyboardInterrupt)
         self.locations: dict[str, Any] = {}
+        self.concurrency: dict[str, Any] = {}
 
     def write(self, record: dict[str, Any]) -> None:
         self.emit(_encode(record))
@@ -85,6 +88,9 @@ class Recorder:
             self.reports[report.nodeid] = report
         if hasattr(report, "wasxfail"):
             phase["wasxfail"] = True
+        facts = getattr(report, CONCURRENCY_ATTRIBUTE, None)
+        if isinstance(facts, dict):
+            self.concurrency[report.nodeid] = facts
         _evidence(phase, report)
         self.pending.setdefault(report.nodeid, []).append(phase)
         if report.failed or report.outcome == "rerun":
@@ -112,6 +118,7 @@ class Recorder:
         iteration = self.iteration.get(nodeid, 0)
         self.iteration[nodeid] = iteration + 1
         stdout, stderr = self.captured.pop(nodeid, ("", ""))
+        concurrency = self.concurrency.pop(nodeid, None)
         self.write(
             {
                 "kind": "test",
@@ -126,6 +133,7 @@ class Recorder:
                 "stderr": stderr,
                 "time": time.time(),
                 **({"subtests": subtests} if subtests else {}),
+                **({"concurrency": concurrency} if concurrency is not None else {}),
                 **({"unfinished": self.interrupted or "the session ended"} if unfinished else {}),
             }
         )

@@ -17,11 +17,18 @@ among first runs, up to ``FOUND_CAUSE_RUNS`` per arm.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from typing import Callable
 
 from flakewarden.model import AttemptOutcome
-from flakewarden.stress.knobs import UNLOADED_KNOBS, applicable, knob_env, replay_of
+from flakewarden.stress.knobs import (
+    SEED_VARIABLES,
+    UNLOADED_KNOBS,
+    applicable,
+    knob_env,
+    replay_of,
+)
 from flakewarden.stress.load import LOAD_KNOBS, LoadArm
 from flakewarden.stress.phase import PhaseContext, PhaseEvidence, PhaseResult
 from flakewarden.stress.runs import NO_RANDOMLY, Job, JobResult
@@ -67,9 +74,14 @@ def timing_phase(ctx: PhaseContext) -> PhaseResult:
     # Runs per round per arm: ``repeat`` in one process; a non-idempotent test gets them
     # from fresh processes of one run each, at most MAX_REPEAT (a fresh process is the cost).
     fresh_only = bool(ctx.facts.non_idempotent)
-    per_process, processes = (1, min(repeat, MAX_REPEAT)) if fresh_only else (repeat, 1)
     test_id = [options.test_id]
     knobs, not_applicable = applicable(ctx.facts.concurrency)
+    # A knob that pauses threads or reorders tasks may slow each run many times over: its
+    # first round runs at most MAX_REPEAT a process, and every round after runs as many as
+    # the slowest unloaded arm's runs allow (the same for every arm: the pairs need it).
+    slowing = any(k in SEED_VARIABLES for k in knobs)
+    first = min(repeat, MAX_REPEAT) if slowing else repeat
+    per_process, processes = (1, min(repeat, MAX_REPEAT)) if fresh_only else (first, 1)
     arms = {
         name: Arm("timing", name, repeat=per_process, command=ctx.reproduce(test_id, knob=name))
         for name in ["baseline", *knobs]
@@ -95,6 +107,8 @@ def timing_phase(ctx: PhaseContext) -> PhaseResult:
     _sample(ctx, found, evidence)
     settle_knobs(evidence)
     cpu, throttle = evidence.loads["cpu-load"], evidence.loads["throttle"]
+    for arm in arms.values():  # what the last round ran (each round's: in the statistics)
+        arm.repeat = evidence.per_process
     arms["cpu-load"].command = ctx.reproduce(test_id, burners=cpu.burners)
     arms["throttle"].command = ctx.reproduce(test_id, run_share=throttle.run_share)
     for knob, replay in {**evidence.fallback_replays, **evidence.replays}.items():
@@ -123,6 +137,7 @@ def _sample(ctx: PhaseContext, found: PhaseEvidence, evidence: TimingEvidence) -
         round_started = ctx.budget.elapsed()
         _round(ctx, found, evidence, shares)
         longest = max(longest, ctx.budget.elapsed() - round_started)
+        _retune(ctx, found, evidence)
         sequential = evidence.sequential
         if sequential.races():
             evidence.ended_by = "race"
@@ -134,6 +149,35 @@ def _sample(ctx: PhaseContext, found: PhaseEvidence, evidence: TimingEvidence) -
             evidence.ended_by = "found cause"
             break
     evidence.seconds = ctx.budget.elapsed() - started
+
+
+def _retune(ctx: PhaseContext, found: PhaseEvidence, evidence: TimingEvidence) -> None:
+    """Runs per process for the next round, from the slowest unloaded arm's runs so far.
+
+    Every arm runs as many per process in a round (a knob process and its paired baseline
+    process must be alike when the knob changes nothing); the load arms are not looked
+    at, since slowing the test is what they are for.
+    """
+    evidence.repeats.append(evidence.per_process)
+    if evidence.fresh_only:
+        return
+    medians = [
+        statistics.median(durations)
+        for arm, durations in evidence.durations.items()
+        if arm in ("baseline", *UNLOADED_KNOBS) and durations
+    ]
+    if not medians:
+        return
+    repeat = runs_per_process(max(medians))
+    if ctx.options.runs is not None:
+        repeat = min(repeat, max(1, ctx.options.runs))
+    if repeat != evidence.per_process:
+        found.note(
+            f"timing: {repeat} runs per process from round {evidence.looks + 1} on (was "
+            f"{evidence.per_process}): the slowest unloaded arm's run takes "
+            f"{1000 * max(medians):.1f} ms"
+        )
+        evidence.per_process = repeat
 
 
 def _shares(ctx: PhaseContext, evidence: TimingEvidence) -> dict[str, int]:
@@ -198,6 +242,7 @@ def _count(
 ) -> None:
     found.tally(evidence.arms[arm], results)
     evidence.round.setdefault(arm, []).extend(_per_process(results))
+    evidence.durations.setdefault(arm, []).extend(_durations(results))
     for result in results:
         replay = replay_of(arm, result.job.env)
         if not replay or arm in evidence.replays:

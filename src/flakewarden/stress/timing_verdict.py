@@ -49,6 +49,8 @@ class TimingEvidence:
         self.processes = processes
         self.fresh_only = fresh_only
         self.base_durations: list[float] = []
+        self.durations: dict[str, list[float]] = {}  # each arm's runs' durations
+        self.repeats: list[int] = []  # the runs per process of each round
         self.round: dict[str, list[Counts]] = {}  # this round's processes, per arm
         self.looks = 0
         self.ended_by = ""
@@ -83,6 +85,7 @@ def _statistics(evidence: TimingEvidence) -> dict[str, object]:
         "ended_by": evidence.ended_by,
         "seconds": round(evidence.seconds, 1),
         "runs_per_process": evidence.per_process,
+        "runs_per_process_by_round": list(evidence.repeats),
         "processes_per_arm_per_round": evidence.processes,
         "knobs": list(sequential.knobs),
         "not_applicable": dict(evidence.not_applicable),

@@ -104,3 +104,11 @@ def test_burn_in_benchmark_runs_its_no_test_change() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "a change with no tests:" in done.stdout, done.stdout
+
+
+def test_plugin_knobs_benchmark_runs_at_a_tiny_size() -> None:
+    done = _bench(
+        "bench_plugin_knobs.py", *("--pairs", "1", "--repeat", "20", "--rounds", "1"), timeout=300
+    )
+    assert "per test: trivial repeated 20 times in one process" in done.stdout, done.stdout
+    assert "set-up: plugin imported to configured" in done.stdout, done.stdout

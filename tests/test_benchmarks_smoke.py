@@ -119,3 +119,11 @@ def test_dashboard_benchmark_runs_at_a_tiny_size() -> None:
     )
     assert "history: 20 runs x 200 tests = 4,000 entries" in done.stdout, done.stdout
     assert "flakewarden dashboard (whole subprocess) median s:" in done.stdout, done.stdout
+
+
+def test_plugin_knobs_benchmark_runs_at_a_tiny_size() -> None:
+    done = _bench(
+        "bench_plugin_knobs.py", *("--pairs", "1", "--repeat", "20", "--rounds", "1"), timeout=300
+    )
+    assert "per test: trivial repeated 20 times in one process" in done.stdout, done.stdout
+    assert "set-up: plugin imported to configured" in done.stdout, done.stdout

@@ -55,10 +55,8 @@ from . import concurrency
 
 PAUSE_MIN = 100e-6  # seconds, log-uniform: a waiting thread must wake up and take the GIL
 PAUSE_MAX = 1e-3
-_TOOL_IDS = (
-    3,
-    4,
-)  # not given a meaning by CPython (0 debugger, 1 coverage, 2 profiler, 5 optimizer)
+# Tool ids CPython gives no meaning (0 debugger, 1 coverage, 2 profiler, 5 optimizer).
+_TOOL_IDS = (3, 4)
 TOOL_NAME = "flakewarden-yield"
 
 notes: list[str] = []  # why the knob did not apply, for the terminal summary

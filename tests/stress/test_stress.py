@@ -250,7 +250,10 @@ def test_failure_from_an_outside_condition_is_not_reproducible(tmp_path: Path) -
     assert data["quarantine_allowed"] is False
     assert "absence of evidence" in data["reason"] and "--budget-seconds" in data["reason"]
     assert data["failures"] == 0 and data["first_failure"] is None
-    for knob in ("switch-interval", "cpu-load", "throttle"):
+    # No thread and no event loop in the test: only the load knobs can apply, and run.
+    assert set(data["statistics"]["not_applicable"]) == {"switch-interval", "yield", "asyncio"}
+    assert "not applicable, so not run" in data["reason"]
+    for knob in ("cpu-load", "throttle"):
         assert knob in data["reason"]
         timing = arm(data, "timing", knob)
         assert timing["runs"] == 40

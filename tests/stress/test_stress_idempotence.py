@@ -116,7 +116,13 @@ def test_pure_non_idempotent_test_gets_its_own_verdict(tmp_path: Path) -> None:
     assert "non-idempotent" in data["rule"] and "Fisher" in data["rule"]
     # Never repeated in-process after isolation: the timing arms are fresh processes only,
     # and none of their runs failed.
-    for knob in ("baseline", "switch-interval", "cpu-load", "throttle"):
+    # (no thread and no event loop in the test: only the load knobs apply)
+    assert {a["knob"] for a in data["arms"] if a["phase"] == "timing"} == {
+        "baseline",
+        "cpu-load",
+        "throttle",
+    }
+    for knob in ("baseline", "cpu-load", "throttle"):
         timing = arm(data, "timing", knob)
         assert timing["repeat"] == 1 and timing["repeat_runs"] == 0
         assert timing["runs"] == timing["processes"] == 10

@@ -6,6 +6,7 @@ with a fixed seed), so every figure asserted is reproducible.
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -189,3 +190,26 @@ def test_a_knob_the_rounds_never_reached_is_projected_at_the_baselines_rate() ->
     # At the same 20% rate the unreached knob needs at least as many runs (its bound is
     # widened the most) and is counted from none.
     assert unreached >= reached > 0, (unreached, reached)
+
+
+def test_a_knob_halfway_to_a_race_gets_four_times_the_runs() -> None:
+    # Four pairs in the knob's favour: its evidence is past the square root of the
+    # threshold, so the next round gives it (and the baseline) four processes.
+    sequential = Sequential(KNOBS)
+    for _ in range(4):
+        sequential.add_round(
+            {
+                "baseline": [Counts(20, 0)],
+                "switch-interval": [Counts(20, 20)],
+                "cpu-load": [Counts(20, 0)],
+                "throttle": [Counts(20, 0)],
+            }
+        )
+    assert math.sqrt(sequential.threshold) <= sequential.e_value("switch-interval")
+    assert sequential.e_value("switch-interval") < sequential.threshold
+    assert sequential.allocation() == {
+        "switch-interval": 4,
+        "cpu-load": 1,
+        "throttle": 1,
+        "baseline": 4,
+    }

@@ -304,11 +304,21 @@ class Sequential:
         A bounded knob's budget goes to the knobs still open (and to the
         baseline they are compared with); a knob that leans toward a race gets
         twice an open knob's share, since its question is the nearest to an
-        answer. A knob whose bound slips past the margin again (the baseline's
-        rate moved) is sampled again.
+        answer, and four times once its evidence is halfway to the threshold (on
+        the log scale: its square root), so that a round of slow load arms is not
+        run for every pair a near race still needs. A knob whose bound slips past
+        the margin again (the baseline's rate moved) is sampled again.
         """
+        halfway = math.sqrt(self.threshold)
         shares = {
-            k: (0 if self.state(k) == BOUNDED else 2 if self.leans(k) else 1) for k in self.knobs
+            k: (
+                0
+                if self.state(k) == BOUNDED
+                else (4 if self.e_value(k) >= halfway else 2)
+                if self.leans(k)
+                else 1
+            )
+            for k in self.knobs
         }
         shares["baseline"] = max([1, *shares.values()])
         return shares

@@ -35,6 +35,13 @@ from pathlib import Path
 
 from flakewarden.model.binomial import clopper_pearson
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from helpers.stress_corpus import (
+    LOST_UPDATE,
+    ONE_LINE_LOST_UPDATE,
+    TASK_ORDER_RACE,
+)
+
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:randomly"]
 
 
@@ -51,102 +58,34 @@ def _coin(rate: float, sleep: float) -> str:
         """
 
 
-LOST_UPDATE = """
-    import threading
-
-
-    class Stock:
-        def __init__(self, units):
-            self.units = units
-
-        def reserve(self, count):
-            current = self.units
-            for _ in range(400):
-                pass
-            self.units = current - count
-
-
-    def test_race():
-        stock = Stock(1000)
-        barrier = threading.Barrier(8)
-
-        def customer():
-            barrier.wait()
-            stock.reserve(1)
-
-        threads = [threading.Thread(target=customer) for _ in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert stock.units == 992
-    """
-ONE_LINE = """
-    import threading
-
-
-    class Counter:
-        def __init__(self):
-            self.count = 0
-
-        def add(self):
-            self.count += 1
-
-
-    def test_race():
-        counter = Counter()
-        barrier = threading.Barrier(4)
-
-        def work():
-            barrier.wait()
-            for _ in range(2000):
-                counter.add()
-
-        threads = [threading.Thread(target=work) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert counter.count == 8000
-    """
-TASK_ORDER = """
-    import asyncio
-
-
-    async def warm(cache):
-        await asyncio.sleep(0)
-        cache["config"] = {"retries": 3}
-
-
-    async def read(cache, seen):
-        await asyncio.sleep(0)
-        seen.append(cache.get("config"))
-
-
-    def test_race():
-        async def main():
-            cache, seen = {}, []
-            await asyncio.gather(warm(cache), read(cache, seen))
-            return seen
-
-        assert asyncio.run(main()) == [{"retries": 3}]
-    """
 TRIVIAL = """
     def test_trivial():
         assert 1 + 1 == 2
     """
 
-# name: (source, test name, kind): "flat" counts races as false, "race" counts misses
+# name: (files, test id, kind): "flat" counts races as false, "race" counts misses
 CASES = {
-    "coin 2%": (_coin(0.02, 0), "test_coin", "flat"),
-    "coin 2% + 5 ms": (_coin(0.02, 0.005), "test_coin", "flat"),
-    "coin 8%": (_coin(0.08, 0), "test_coin", "flat"),
-    "coin 8% + 5 ms": (_coin(0.08, 0.005), "test_coin", "flat"),
-    "coin 2.5%": (_coin(0.025, 0), "test_coin", "flat"),
-    "lost update (8 threads)": (LOST_UPDATE, "test_race", "race"),
-    "lost update in one line": (ONE_LINE, "test_race", "race"),
-    "asyncio task order": (TASK_ORDER, "test_race", "race"),
-    "trivial clean": (TRIVIAL, "test_trivial", "clean"),
+    "coin 2%": ({"test_case.py": _coin(0.02, 0)}, "test_case.py::test_coin", "flat"),
+    "coin 2% + 5 ms": ({"test_case.py": _coin(0.02, 0.005)}, "test_case.py::test_coin", "flat"),
+    "coin 8%": ({"test_case.py": _coin(0.08, 0)}, "test_case.py::test_coin", "flat"),
+    "coin 8% + 5 ms": ({"test_case.py": _coin(0.08, 0.005)}, "test_case.py::test_coin", "flat"),
+    "coin 2.5%": ({"test_case.py": _coin(0.025, 0)}, "test_case.py::test_coin", "flat"),
+    "lost update (8 threads)": (
+        LOST_UPDATE,
+        "test_stock.py::test_concurrent_reservations_are_all_counted",
+        "race",
+    ),
+    "lost update in one line": (
+        ONE_LINE_LOST_UPDATE,
+        "test_counter.py::test_every_increment_is_counted",
+        "race",
+    ),
+    "asyncio task order": (
+        TASK_ORDER_RACE,
+        "test_cache.py::test_the_reader_sees_the_warmed_cache",
+        "race",
+    ),
+    "trivial clean": ({"test_case.py": TRIVIAL}, "test_case.py::test_trivial", "clean"),
 }
 
 
@@ -209,17 +148,16 @@ def main() -> int:
     results: dict[str, list[dict[str, object]]] = {name: [] for name in chosen}
     with tempfile.TemporaryDirectory() as tmp:
         projects = {}
-        for i, (name, (source, _, _)) in enumerate(chosen.items()):
+        for i, (name, (files, _, _)) in enumerate(chosen.items()):
             project = Path(tmp) / f"case{i}"
             project.mkdir()
             (project / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-            (project / "test_case.py").write_text(
-                textwrap.dedent(source).lstrip(), encoding="utf-8"
-            )
+            for filename, text in files.items():
+                (project / filename).write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
             projects[name] = project
         for trial in range(args.trials):
-            for name, (_, test, _) in chosen.items():
-                result = run_stress(projects[name], f"test_case.py::{test}", args.budget_seconds)
+            for name, (_, test_id, _) in chosen.items():
+                result = run_stress(projects[name], test_id, args.budget_seconds)
                 results[name].append(result)
                 print(
                     f"trial {trial + 1} {name}: {result['verdict']} "

@@ -17,42 +17,8 @@ from pathlib import Path
 
 import pytest
 from helpers.project import make_project
+from helpers.stress_corpus import LOST_UPDATE
 from helpers.stress_runs import arm, stress
-
-LOST_UPDATE = {
-    "stock.py": """
-        class Stock:
-            def __init__(self, units):
-                self.units = units
-
-            def reserve(self, count):
-                current = self.units  # read
-                for _ in range(400):  # a little work between the read and the write
-                    pass
-                self.units = current - count  # write: another thread's update is lost
-        """,
-    "test_stock.py": """
-        import threading
-
-        from stock import Stock
-
-
-        def test_concurrent_reservations_are_all_counted():
-            stock = Stock(1000)
-            barrier = threading.Barrier(8)
-
-            def customer():
-                barrier.wait()
-                stock.reserve(1)
-
-            threads = [threading.Thread(target=customer) for _ in range(8)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            assert stock.units == 992
-        """,
-}
 
 
 @pytest.mark.usefixtures("one_stress_at_a_time")

@@ -17,75 +17,8 @@ from pathlib import Path
 
 import pytest
 from helpers.project import make_project
+from helpers.stress_corpus import NO_LOOP, ONE_LINE_LOST_UPDATE, TASK_ORDER_RACE
 from helpers.stress_runs import arm, stress
-
-ONE_LINE_LOST_UPDATE = {
-    "counter.py": """
-        class Counter:
-            def __init__(self):
-                self.count = 0
-
-            def add(self):
-                self.count += 1  # a read and a write in one line: no switch point between
-        """,
-    "test_counter.py": """
-        import threading
-
-        from counter import Counter
-
-
-        def test_every_increment_is_counted():
-            counter = Counter()
-            barrier = threading.Barrier(4)
-
-            def work():
-                barrier.wait()
-                for _ in range(2000):
-                    counter.add()
-
-            threads = [threading.Thread(target=work) for _ in range(4)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            assert counter.count == 8000
-        """,
-}
-
-TASK_ORDER_RACE = {
-    "test_cache.py": """
-        import asyncio
-
-
-        async def warm(cache):
-            await asyncio.sleep(0)  # a lookup elsewhere
-            cache["config"] = {"retries": 3}
-
-
-        async def read(cache, seen):
-            await asyncio.sleep(0)  # a lookup elsewhere
-            seen.append(cache.get("config"))  # assumes the warm-up task got there first
-
-
-        def test_the_reader_sees_the_warmed_cache():
-            async def main():
-                cache, seen = {}, []
-                await asyncio.gather(warm(cache), read(cache, seen))
-                return seen
-
-            assert asyncio.run(main()) == [{"retries": 3}]
-        """,
-}
-
-NO_LOOP = {
-    "test_plain.py": """
-        import random
-
-
-        def test_a_rare_coin():
-            assert random.random() > 0.0  # never fails
-        """,
-}
 
 
 @pytest.mark.usefixtures("one_stress_at_a_time")

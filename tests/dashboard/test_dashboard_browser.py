@@ -9,14 +9,13 @@ and message kept as text. Screenshots go to a temporary folder
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from dashboard_builders import FLAKY, HOSTILE_ID, RUNS, SHARED, build_history
-from helpers.browser import Opened, browser
+from helpers.browser import Opened, browser, row_names, shots
 from helpers.hermetic import clean_env
 from helpers.project import PYTHON
 
@@ -45,21 +44,9 @@ def page(browser, site: Path) -> Iterator[Opened]:  # type: ignore[no-untyped-de
     opened.page.close()
 
 
-def shots(tmp_path: Path) -> Path:
-    return Path(os.environ.get("FLAKEWARDEN_SCREENSHOTS") or tmp_path)
-
-
-def names(opened: Opened) -> list[str]:
-    return list(
-        opened.page.eval_on_selector_all(
-            "#rows tr:not(.detail) .test-name", "bs => bs.map(b => b.textContent)"
-        )
-    )
-
-
 def test_the_flakiest_test_first_and_the_chart(page: Opened, tmp_path: Path) -> None:
     p = page.page
-    shown = names(page)
+    shown = row_names(page)
     assert shown[0] == FLAKY
     assert HOSTILE_ID in shown
     assert p.text_content("#shown") == f"{len(shown)} tests"
@@ -75,7 +62,7 @@ def test_the_filter_and_the_state_chips(page: Opened) -> None:
     p = page.page
     p.fill("#filter", "test_api")
     page.wait("document.querySelectorAll('#rows tr').length === 2")
-    assert sorted(names(page)) == sorted(t for t in SHARED if "test_api" in t)
+    assert sorted(row_names(page)) == sorted(t for t in SHARED if "test_api" in t)
     p.fill("#filter", "")
     p.click("#states button[data-kind=flaky]")
     page.wait("!document.querySelector('#rows .badge.o-flaky')")
@@ -111,7 +98,7 @@ def test_the_hostile_id_and_message_stay_text(browser, site: Path) -> None:  # t
     p = opened.page
     p.fill("#filter", "<img src=x")
     opened.wait("document.querySelectorAll('#rows tr').length === 1")
-    assert names(opened) == [HOSTILE_ID]
+    assert row_names(opened) == [HOSTILE_ID]
     p.click("#rows .test-name")
     p.wait_for_selector("tr.detail .panel")
     assert p.evaluate("document.querySelectorAll('img, iframe, object, embed').length") == 0

@@ -149,3 +149,17 @@ def launch() -> Iterator[Browser]:
 def browser() -> Iterator[Browser]:
     """One headless Chromium for the module's tests."""
     yield from launch()
+
+
+def shots(tmp_path: Path) -> Path:
+    """Where a test saves its screenshots: ``FLAKEWARDEN_SCREENSHOTS``, else its tmp folder."""
+    return Path(os.environ.get("FLAKEWARDEN_SCREENSHOTS") or tmp_path)
+
+
+def row_names(opened: Opened) -> list[str]:
+    """The test ids of a page's table rows, top to bottom (report.html and the dashboard)."""
+    return list(
+        opened.page.eval_on_selector_all(
+            "#rows tr:not(.detail) .test-name", "bs => bs.map(b => b.textContent)"
+        )
+    )

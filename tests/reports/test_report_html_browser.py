@@ -8,27 +8,13 @@ Screenshots go to a temporary folder (``FLAKEWARDEN_SCREENSHOTS=DIR`` keeps them
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from helpers.browser import Opened, browser
+from helpers.browser import Opened, browser, row_names, shots
 from helpers.report_pages import HOSTILE_ID, report_dir, report_of
 
 __all__ = ["browser", "report_dir"]  # the fixtures
-
-
-def shots(tmp_path: Path) -> Path:
-    return Path(os.environ.get("FLAKEWARDEN_SCREENSHOTS") or tmp_path)
-
-
-def rows(opened: Opened) -> list[str]:
-    """The test ids of the table's rows, top to bottom."""
-    return list(
-        opened.page.eval_on_selector_all(
-            "#rows tr:not(.detail) .test-name", "bs => bs.map(b => b.textContent)"
-        )
-    )
 
 
 @pytest.fixture
@@ -40,7 +26,7 @@ def page(browser, report_dir: Path) -> Opened:  # type: ignore[no-untyped-def]
 
 def test_counts_and_the_flaky_test_first(page: Opened, report_dir: Path, tmp_path: Path) -> None:
     report = report_of(report_dir)
-    shown = rows(page)
+    shown = row_names(page)
     assert sorted(shown) == sorted(t["id"] for t in report["tests"])
     assert shown[0] == "test_flaky.py::test_flaky"
     assert page.page.text_content("#shown") == f"{len(report['tests'])} tests"
@@ -65,10 +51,10 @@ def test_the_filter_and_the_outcome_chips(page: Opened) -> None:
     p = page.page
     p.fill("#filter", "calc")
     page.wait("document.querySelectorAll('#rows tr').length === 4")
-    assert all("calc" in test for test in rows(page))
+    assert all("calc" in test for test in row_names(page))
     p.fill("#filter", "ARITHMETIC")  # failure messages match too, in any case
     page.wait("document.querySelectorAll('#rows tr').length === 1")
-    assert rows(page) == ["test_calc.py::test_broken"]
+    assert row_names(page) == ["test_calc.py::test_broken"]
     p.fill("#filter", "")
     page.wait("document.querySelectorAll('#rows tr').length === 6")
     p.click("#outcomes button[data-kind=passed]")
@@ -83,10 +69,10 @@ def test_the_filter_and_the_outcome_chips(page: Opened) -> None:
 def test_sorting_by_a_column(page: Opened, report_dir: Path) -> None:
     p = page.page
     p.click("#columns button:text('Test')")
-    shown = rows(page)
+    shown = row_names(page)
     assert shown == sorted(shown)
     p.click("#columns button:text('Test')")
-    assert rows(page) == sorted(shown, reverse=True)
+    assert row_names(page) == sorted(shown, reverse=True)
 
 
 def test_a_tests_attempts_side_by_side(page: Opened, tmp_path: Path) -> None:
@@ -114,7 +100,7 @@ def test_hostile_names_messages_and_output_stay_text(browser, report_dir: Path) 
     opened.wait("document.querySelectorAll('#rows tr').length === 1")
     p.click("#rows .test-name")
     p.wait_for_selector("tr.detail .attempt")
-    assert rows(opened) == [HOSTILE_ID]
+    assert row_names(opened) == [HOSTILE_ID]
     texts = p.eval_on_selector_all("tr.detail pre", "ps => ps.map(p => p.textContent)")
     assert any("<script>alert(3)</script>" in text for text in texts)  # the output, as text
     assert any("</script><img src=y onerror=alert(4)>" in text for text in texts)

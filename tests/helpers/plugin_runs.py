@@ -52,12 +52,22 @@ def run_plugin(
     plugins: Sequence[str] = (),
     record: bool = True,
     directory: Optional[Path] = None,
+    python: Optional[str] = None,
 ) -> PluginRun:
-    """One pytest process in ``root`` with the plugin; ``extra`` is added to its environment."""
+    """One pytest process in ``root`` with the plugin; ``extra`` is added to its environment.
+
+    ``python``: the interpreter that runs pytest (default: this one).
+    """
     if directory is None:
         with plugin_dir() as made:
             return run_plugin(
-                root, *args, extra=extra, plugins=plugins, record=record, directory=made
+                root,
+                *args,
+                extra=extra,
+                plugins=plugins,
+                record=record,
+                directory=made,
+                python=python,
             )
     with tempfile.TemporaryDirectory(prefix="flakewarden-knob-run-") as work:
         results = Path(work) / "results.jsonl"
@@ -67,8 +77,9 @@ def run_plugin(
         if not record:
             env.pop("FLAKEWARDEN_RESULTS")
         loads = [part for name in plugins for part in ("-p", name)]
+        pytest = PYTEST if python is None else [python, "-m", "pytest"]
         done = subprocess.run(
-            [*PYTEST, "-p", "no:cacheprovider", *loads, *args],
+            [*pytest, "-p", "no:cacheprovider", *loads, *args],
             cwd=root,
             env=env,
             capture_output=True,
@@ -84,13 +95,14 @@ def run_many(
     *args: str,
     extras: Sequence[Mapping[str, str]],
     plugins: Sequence[str] = (),
+    python: Optional[str] = None,
 ) -> list[PluginRun]:
     """One process per ``extras`` entry, two at a time (the machine's cores)."""
     with plugin_dir() as directory, ThreadPoolExecutor(min(2, os.cpu_count() or 1)) as pool:
         return list(
             pool.map(
                 lambda extra: run_plugin(
-                    root, *args, extra=extra, plugins=plugins, directory=directory
+                    root, *args, extra=extra, plugins=plugins, directory=directory, python=python
                 ),
                 extras,
             )
@@ -103,3 +115,43 @@ def _test_records(path: Path) -> list[dict[str, Any]]:
         return []
     records = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines())
     return [record for record in records if record.get("kind") == "test"]
+
+
+#: What the async tests install beside the suite's own packages (pinned: the knob's
+#: figures were measured with these).
+ASYNC_PACKAGES = ("pytest-asyncio==1.5.0", "anyio==4.16.0")
+
+
+def async_python(folder: Path) -> str:
+    """An interpreter that has this one's packages and also pytest-asyncio and anyio.
+
+    The suite leaves them out of its own environment: autoloaded, pytest-asyncio warns in
+    every pytest process the suite starts. A venv in ``folder`` sees this environment's
+    packages through a ``.pth`` file and gets the two from PyPI (pip, run from this
+    environment, installs only what it does not see there); ``pytest.skip`` says why when
+    they cannot be installed (no network).
+    """
+    import pytest
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    found = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    own = Path(found.stdout.strip())
+    own.mkdir(parents=True, exist_ok=True)
+    (own / "flakewarden-suite.pth").write_text(
+        "\n".join(p for p in sys.path if p.endswith("-packages")) + "\n", encoding="utf-8"
+    )
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         *ASYNC_PACKAGES],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if done.returncode:
+        lines = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
+        pytest.skip(f"pytest-asyncio and anyio could not be installed: {lines[-1]}")
+    return str(python)

@@ -11,9 +11,10 @@ injected plugin; pytest-asyncio and anyio are loaded by name.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import pytest
-from helpers.plugin_runs import run_many, run_plugin
+from helpers.plugin_runs import async_python, run_many, run_plugin
 from helpers.project import make_project
 
 from flakewarden.inside.plugin import event_loop
@@ -72,16 +73,31 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
     return make_project(tmp_path / "proj", files, ini=INI)
 
 
-def _race(tmp_path: Path, test_file: str, plugins: tuple[str, ...] = ()) -> None:
+@pytest.fixture(scope="module")
+def with_async(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An interpreter with pytest-asyncio and anyio beside the suite's packages."""
+    return async_python(tmp_path_factory.mktemp("async-venv"))
+
+
+def _race(
+    tmp_path: Path,
+    test_file: str,
+    plugins: tuple[str, ...] = (),
+    python: Optional[str] = None,
+) -> None:
     # Measured, for each: 0 of 200 at baseline and 96 of 200 under the knob (3.11), 0 of
     # 80 and about 28 of 80 in 3.9, 3.12 and 3.13.
     root = _project(tmp_path, {"race.py": CHECK_THEN_ACT, "test_race.py": test_file})
     base = run_many(
-        root, "test_race.py", extras=[{"FLAKEWARDEN_REPEAT": "20"}] * 2, plugins=plugins
+        root,
+        "test_race.py",
+        extras=[{"FLAKEWARDEN_REPEAT": "20"}] * 2,
+        plugins=plugins,
+        python=python,
     )
     assert [(len(run.tests), run.failed) for run in base] == [(20, 0), (20, 0)], base[0].stdout
     extras = [{"FLAKEWARDEN_ASYNCIO": str(seed), "FLAKEWARDEN_REPEAT": "3"} for seed in range(4)]
-    knob = run_many(root, "test_race.py", extras=extras, plugins=plugins)
+    knob = run_many(root, "test_race.py", extras=extras, plugins=plugins, python=python)
     assert [len(run.tests) for run in knob] == [3] * 4, knob[0].stdout
     assert sum(run.failed for run in knob) >= 1
     failure = next(t for run in knob for t in run.tests if t["phases"][1]["outcome"] == "failed")
@@ -93,10 +109,9 @@ def test_two_tasks_in_asyncio_run_are_reordered_under_the_knob_only(tmp_path: Pa
 
 
 def test_two_tasks_in_a_pytest_asyncio_test_are_reordered_under_the_knob_only(
-    tmp_path: Path,
+    tmp_path: Path, with_async: str
 ) -> None:
-    pytest.importorskip("pytest_asyncio")
-    _race(tmp_path, IN_PYTEST_ASYNCIO, ASYNCIO)
+    _race(tmp_path, IN_PYTEST_ASYNCIO, ASYNCIO, python=with_async)
 
 
 KEPT = """
@@ -268,8 +283,7 @@ async def test_task_group_and_stream():
 """
 
 
-def test_anyio_on_asyncio_runs_under_the_knob(tmp_path: Path) -> None:
-    pytest.importorskip("anyio")
+def test_anyio_on_asyncio_runs_under_the_knob(tmp_path: Path, with_async: str) -> None:
     root = _project(tmp_path, {"test_anyio.py": ANYIO})
     extras = [
         {
@@ -279,7 +293,9 @@ def test_anyio_on_asyncio_runs_under_the_knob(tmp_path: Path) -> None:
         }
         for seed in (1, 2)
     ]
-    runs = run_many(root, "test_anyio.py", extras=extras, plugins=("anyio.pytest_plugin",))
+    runs = run_many(
+        root, "test_anyio.py", extras=extras, plugins=("anyio.pytest_plugin",), python=with_async
+    )
     assert [(len(run.tests), run.failed) for run in runs] == [(5, 0), (5, 0)], runs[0].stdout
     assert all(t["concurrency"]["event_loop"] > 0 for run in runs for t in run.tests)
 

@@ -99,21 +99,21 @@ def main() -> int:
     parser.add_argument("--budget-seconds", type=float, default=None)
     args = parser.parse_args()
     children: list[tuple[float, float, Path]] = []
-    original = pool.run_all
+    started_at: dict[Path, float] = {}
+    original_start, original_run_all = pool._start, runs.run_all
+
+    def start(spec: pool.ChildSpec, server: Any, stop: Any) -> Any:
+        started_at[spec.log.parent] = time.time()
+        return original_start(spec, server, stop)
 
     def timed(specs: Sequence[pool.ChildSpec], parallel: int, **kw: Any) -> Any:
-        started = time.time()
-        outcomes = original(specs, parallel, **kw)
-        # The pool runs ``parallel`` at a time: each child's own start is not kept, so a
-        # child's start is taken as the batch's plus the time the ones before it took.
-        clock = {i: started for i in range(max(1, parallel))}
+        outcomes = original_run_all(specs, parallel, **kw)
         for spec, outcome in zip(specs, outcomes):
-            slot = min(clock, key=lambda i: clock[i])
-            begin = clock[slot]
-            clock[slot] = begin + outcome.duration
+            begin = started_at[spec.log.parent]
             children.append((begin, begin + outcome.duration, spec.log.parent))
         return outcomes
 
+    pool._start = start  # type: ignore[assignment]
     runs.run_all = timed  # type: ignore[assignment]
     body = f"time.sleep({args.sleep!r})" if args.sleep else "pass"
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load {os.getloadavg()}")
@@ -143,7 +143,10 @@ def main() -> int:
     )
     for name, seconds in parts.items():
         print(f"  {name:<17} {seconds:7.1f} s  {100 * seconds / wall:5.1f}% of the wall time")
-    print(f"  {'between processes':<17} {wall - in_children:7.1f} s  (if run one at a time)")
+    print(
+        f"  {'outside processes':<17} {wall - in_children:7.1f} s  "
+        "(the engine, where one process ran at a time)"
+    )
     print(f"runs per second: {verdict['runs'] / wall:.0f}")
     print("per process, by phase and knob (medians, s):")
     for line in by_group:

@@ -14,7 +14,7 @@ interval on the share that matters, and the median seconds and runs:
   2.5% coin (goal: ``flaky`` with quarantine allowed within 120 s).
 
     python benchmarks/bench_stress_verdicts.py --trials 10              # every case
-    python benchmarks/bench_stress_verdicts.py --cases coin --trials 10  # names containing "coin"
+    python benchmarks/bench_stress_verdicts.py --cases "coin 2%" --cases "coin 8%" --trials 10
 
 Timings depend on the machine and its load; they are measurements, never assertions.
 """
@@ -139,11 +139,19 @@ def summarise(name: str, kind: str, results: list[dict[str, object]]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=10)
-    parser.add_argument("--cases", default="", help="run only the cases whose name contains it")
+    parser.add_argument(
+        "--cases",
+        action="append",
+        default=[],
+        help="run only this case, or the cases whose name contains it (repeatable)",
+    )
     parser.add_argument("--budget-seconds", type=float, default=None)
     parser.add_argument("--json", type=Path, default=None, help="write every trial's result")
     args = parser.parse_args()
-    chosen = {k: v for k, v in CASES.items() if args.cases in k}
+    # A case named exactly is taken alone; else every case whose name contains the text.
+    chosen = {k: v for k, v in CASES.items() if k in args.cases} or {
+        k: v for k, v in CASES.items() if not args.cases or any(c in k for c in args.cases)
+    }
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load {os.getloadavg()}")
     results: dict[str, list[dict[str, object]]] = {name: [] for name in chosen}
     with tempfile.TemporaryDirectory() as tmp:

@@ -102,3 +102,15 @@ def test_a_fast_test_gets_more_runs_per_process_and_a_slow_one_as_before() -> No
     assert runs_per_process(0.05) == MAX_REPEAT  # as before: ~2 s, at most 20
     assert runs_per_process(0.1) == MAX_REPEAT
     assert runs_per_process(5.0) == MIN_REPEAT
+
+
+def test_a_merged_shards_not_applicable_text_is_escaped_in_verdict_md() -> None:
+    # After a merge the text comes from a shard's verdict.json: an artifact, so hostile.
+    from flakewarden.stress.verdict import Verdict
+    from flakewarden.stress.verdict_render import render_markdown
+
+    hostile = "<img src=x onerror=alert(1)> [a](http://e)"
+    power = {"met": True, "knobs": {"cpu-load": {}}, "not_applicable": {"yield@x": hostile}}
+    verdict = Verdict(test_id="t.py::t", verdict="flaky", reason="", rule="", power=power)
+    [line] = [line for line in render_markdown(verdict).splitlines() if line.startswith("- yield")]
+    assert "<img" not in line and "](" not in line and "&lt;img" in line

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from flakewarden.errors import ReportError
+from flakewarden.reports.markdown import escape
 from flakewarden.stress.verdict import KNOB_DESCRIPTIONS, Arm, Failure, Verdict
 
 
@@ -89,7 +90,8 @@ def _power_lines(verdict: Verdict) -> list[str]:
     out.extend(f"- {row.get('statement', '')}" for row in knobs.values() if isinstance(row, dict))
     skipped = power.get("not_applicable")
     if isinstance(skipped, dict):
-        out.extend(f"- {knob}: {why}" for knob, why in skipped.items())
+        # from shards' verdict.json after a merge: text from an artifact, escaped
+        out.extend(f"- {escape(str(knob))}: {escape(str(why))}" for knob, why in skipped.items())
     out.append("")
     return out
 

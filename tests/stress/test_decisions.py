@@ -29,12 +29,13 @@ from flakewarden.stress.isolation import (
     deterministic_finding,
     needs_more_fresh_runs,
     non_idempotence,
+    repeats_p_value,
 )
 from flakewarden.stress.load import LOAD_KNOBS, LoadArm
 from flakewarden.stress.phase import Finding
 from flakewarden.stress.sequential import Counts, Margin, Sequential
 from flakewarden.stress.timing_verdict import TimingEvidence, conclude
-from flakewarden.stress.verdict import Arm, Verdict
+from flakewarden.stress.verdict import Arm, Sample, Verdict
 from flakewarden.stress.verdict_merge import merge_verdicts
 
 # The knobs of a test in which no event loop ran and only switch-interval of the thread
@@ -97,12 +98,13 @@ def test_non_idempotence_is_repeats_failing_more_than_first_runs(
 ) -> None:
     found = non_idempotence(isolation, in_process, leaked)
     assert bool(found) is leaks, why
-    assert in_process.p_value is not None  # recorded on the arm either way
+    p = repeats_p_value(isolation, in_process)  # what the repeats phase puts on its arm
+    assert (p < 0.05 and leaked > 0) is leaks, why  # the rule, from the p-value alone
     if leaks:
+        assert found["p_value"] == p
         assert found["repeat_failures"] == in_process.repeat_failures
         assert found["processes_passed_first_then_failed"] == leaked
         assert found["first_runs"] == isolation.first_runs + in_process.first_runs
-        assert in_process.p_value < 0.05
         assert "Fisher" in str(found["rule"])
 
 
@@ -165,13 +167,12 @@ def _timing(
         evidence.sequential.add_round(counts)
         for arm, processes in counts.items():
             for c in processes:
-                evidence.arms[arm].processes += 1
-                for i in range(c.runs):
-                    evidence.arms[arm].add(i < c.failures, first=fresh_only or i == 0)
+                runs = [Sample(0, 0 if fresh_only else i, i < c.failures) for i in range(c.runs)]
+                evidence.arms[arm] = evidence.arms[arm].grown(runs, processes=1)
         evidence.looks += 1
     evidence.ended_by = "budget"
     evidence.seconds = 60.0
-    return evidence, list(arms.values())
+    return evidence, list(evidence.arms.values())
 
 
 def _same(failures: int, runs: int = 20, processes: int = 1) -> Round:

@@ -208,14 +208,12 @@ def test_policy_accepts_non_idempotent_like_the_other_found_causes(tmp_path: Pat
 
 
 def test_first_runs_and_non_idempotence_survive_the_file_and_a_merge(tmp_path: Path) -> None:
-    from flakewarden.stress.verdict import Arm, Verdict, read_verdict
+    from flakewarden.stress.verdict import Arm, Sample, Verdict, read_verdict
     from flakewarden.stress.verdict_merge import merge_verdicts
     from flakewarden.stress.verdict_render import write_verdict
 
-    repeats = Arm("isolation", "in-process", processes=2, repeat=5)
-    for iteration in range(5):
-        for _ in range(2):
-            repeats.add(iteration > 0, first=iteration == 0)
+    runs = [Sample(p, i, i > 0) for p in (1, 2) for i in range(5)]
+    repeats = Arm("isolation", "in-process", repeat=5).grown(runs, processes=2)
     assert (repeats.first_runs, repeats.first_failures) == (2, 0)
     assert (repeats.repeat_runs, repeats.repeat_failures) == (8, 8)
     evidence = {"first_runs": 12, "first_failures": 0, "repeat_runs": 8, "repeat_failures": 8}

@@ -45,6 +45,9 @@ class TestRecord:
     # event-loop iterations, during the run; None when not recorded.
     threads: Optional[int] = None
     event_loop: Optional[int] = None
+    # Stress runs (``FLAKEWARDEN_RANDOM_SEED``): the seed this run's random generators drew
+    # from; None when the plugin did not seed them.
+    random_seed: Optional[int] = None
 
     @property
     def outcome(self) -> AttemptOutcome:
@@ -144,7 +147,13 @@ class TestRecord:
             unfinished=str(data.get("unfinished") or ""),
             crash=str(data.get("crash") or ""),
             **_concurrency(data.get("concurrency")),
+            random_seed=_seed(data.get("seed")),
         )
+
+
+def _seed(value: Any) -> Optional[int]:
+    """A run's random seed, when the plugin recorded a plain integer."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _concurrency(data: Any) -> dict[str, Optional[int]]:

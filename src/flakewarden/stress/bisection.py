@@ -17,8 +17,8 @@ from flakewarden.stress.verdict import Arm
 ORDER_REPLAYS = 2  # processes per bisection step (the full replay runs one more)
 ORDER_CONFIRM = 5  # fresh processes that confirm the pair
 
-#: Whether the test still fails with these suspects (its runs are added to the arm).
-FailsWith = Callable[[list[str], Arm], bool]
+#: The arm grown by runs with these suspects, and whether the test still failed with them.
+FailsWith = Callable[[list[str], Arm], tuple[Arm, bool]]
 
 
 def bisect(
@@ -30,10 +30,13 @@ def bisect(
     while len(candidates) > 1 and not ctx.budget.spent():
         half = len(candidates) // 2
         first, second = candidates[:half], candidates[half:]
-        probe_arm = Arm("order", "bisect")
-        if fails_with(first, probe_arm):
+        probe_arm, in_first = fails_with(first, Arm("order", "bisect"))
+        in_second = False
+        if not in_first:
+            probe_arm, in_second = fails_with(second, probe_arm)
+        if in_first:
             candidates = first
-        elif fails_with(second, probe_arm):
+        elif in_second:
             candidates = second
         else:
             steps.append({"tried": len(first) + len(second), "result": "needs both halves"})

@@ -97,7 +97,7 @@ def _replay_the_pass(
     ctx.say(f"order: replaying the {len(before)} predecessors it passed after, in order")
     replayed = Arm("order", "after-predecessors", command=ctx.reproduce([*before, ctx.test_id]))
     found.arms.append(replayed)
-    replay(ctx, found, [before], [replayed], ORDER_REPLAYS + 1)
+    (replayed,) = replay(ctx, found, [before], [replayed], ORDER_REPLAYS + 1)
     detail["replay"] = {"runs": replayed.runs, "passes": _passes(replayed)}
     if not _passes(replayed):
         detail["reproduced"] = False
@@ -212,12 +212,11 @@ def _bisect(
         return candidates
     half = len(candidates) // 2
     first, second = candidates[:half], candidates[half:]
-    arms = [Arm("order", "bisect"), Arm("order", "bisect")]
-    replay(
+    arms = replay(
         ctx,
         found,
         [_in_order(before, [*context, *part]) for part in (first, second)],
-        arms,
+        [Arm("order", "bisect"), Arm("order", "bisect")],
         ORDER_REPLAYS,
     )
     passes = [_passes(arm) for arm in arms]
@@ -252,9 +251,9 @@ def _confirm(
     ctx.say(f"order: confirming {len(setters)} state-setter test(s), then the test")
     arm = Arm("order", knob, command=ctx.reproduce([*setters, ctx.test_id]))
     found.arms.append(arm)
-    replay(ctx, found, [setters], [arm], ORDER_CONFIRM)
+    (arm,) = replay(ctx, found, [setters], [arm], ORDER_CONFIRM)
     p = stats.fisher_greater(_passes(isolation), isolation.runs, _passes(arm), arm.runs)
-    arm.p_value = p
+    arm = found.replace(arm, dataclasses.replace(arm, p_value=p))
     return arm, p
 
 

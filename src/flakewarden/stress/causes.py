@@ -55,8 +55,8 @@ def seed_phase(ctx: PhaseContext) -> PhaseResult:
     jobs = [job for seed in seeds for job in _seed_jobs(ctx.test_id, seed, 1)]
     sweep = Arm("seed", "sweep")
     results = ctx.run(jobs, ctx.options.cores)
-    found.tally(sweep, results)
     found.arms.append(sweep)
+    sweep = found.tally(sweep, results)
     # A sweep in which some seed passed is no longer evidence of a real break.
     facts = dataclasses.replace(
         ctx.facts, swept=True, always_fails=ctx.facts.always_fails and sweep.failures == sweep.runs
@@ -92,11 +92,11 @@ def _confirm(
         ],
         ctx.options.cores,
     )
-    found.tally(bad_arm, confirm[:SEED_CONFIRM_PROCESSES])
-    found.tally(good_arm, confirm[SEED_CONFIRM_PROCESSES:])
     found.arms.extend([bad_arm, good_arm])
+    bad_arm = found.tally(bad_arm, confirm[:SEED_CONFIRM_PROCESSES])
+    good_arm = found.tally(good_arm, confirm[SEED_CONFIRM_PROCESSES:])
     p = stats.fisher_greater(good_arm.failures, good_arm.runs, bad_arm.failures, bad_arm.runs)
-    bad_arm.p_value = p
+    bad_arm = found.replace(bad_arm, dataclasses.replace(bad_arm, p_value=p))
     detail: dict[str, object] = {
         "seeds_tried": seeds,
         "failing_seeds": failing,

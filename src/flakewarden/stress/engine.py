@@ -19,11 +19,18 @@ The phases, in order, each one only when the previous ones left the question ope
    modules' imports (``imports``).
 4. seed (``SEED``, pytest-randomly in use): sweep seeds, then confirm that a
    failing seed fails every time and a passing seed never does; one run per
-   process (``causes``).
+   process (``causes``). draws (``DRAWS``, the fresh runs hold a failure and a
+   pass): replay a failing and a passing run's random and hash seeds, and swap
+   them to name the one that decides (``draws``).
 5. timing (``TIMING``): interleaved rounds of baseline, switch interval 1e-5,
    CPU load and a duty-cycle throttle (escalated until the test runs 4x slower),
    weighed by a rule valid at any number of looks and ended by the evidence or
    the budget (``timing``, ``timing_verdict``, ``sequential``).
+
+After a finding, the refining phases (``REFINERS``) read it with all the
+evidence and may replace it: a ``deterministic``, ``flaky`` or ``inconclusive``
+finding whose failures follow a seed becomes ``seed-dependent`` (``draws``, which
+first gives a test that always failed hash seeds of its own).
 
 Processes after the probe are forked from a fork server where that is safe
 (``launcher``), else spawned.
@@ -55,6 +62,7 @@ from flakewarden.reports.report_json import claim_directory
 from flakewarden.runner.process import plugin_dir, resolve_executable
 from flakewarden.stress import imports, order
 from flakewarden.stress.causes import seed_applies, seed_first_applies, seed_phase
+from flakewarden.stress.draws import draws_phase, early_applies, refine_applies
 from flakewarden.stress.isolation import break_phase, isolation_phase, repeats_phase
 from flakewarden.stress.phase import Budget, Facts, Finding, Phase, PhaseContext, PhaseResult
 from flakewarden.stress.probe import ProbeResult, run_probe
@@ -64,9 +72,11 @@ from flakewarden.stress.verdict import Arm, Failure, Verdict
 
 __all__ = [
     "BREAK",
+    "DRAWS",
     "ISOLATION",
     "ORDER",
     "PHASES",
+    "REFINERS",
     "REPEATS",
     "SEED",
     "SEED_FIRST",
@@ -84,9 +94,12 @@ BREAK = Phase(
 )
 ORDER = Phase("order", order.order_phase, order.applies, needs=("isolation",))
 SEED = Phase("seed", seed_phase, seed_applies)
+DRAWS = Phase("draws", draws_phase, early_applies, needs=("isolation",))
 TIMING = Phase("timing", timing_phase)
 # The phases after the probe, in the order above: what ``flakewarden stress`` runs.
-PHASES = (ISOLATION, SEED_FIRST, REPEATS, BREAK, ORDER, SEED, TIMING)
+PHASES = (ISOLATION, SEED_FIRST, REPEATS, BREAK, ORDER, SEED, DRAWS, TIMING)
+# Run after the finding, each when it applies to it; a finding one returns replaces it.
+REFINERS = (Phase("draws-after", draws_phase, refine_applies),)
 
 
 def _quiet(line: str) -> None:
@@ -100,6 +113,7 @@ def run_phases(
     say: Say = _quiet,
     budget_seconds: Optional[float] = None,
     processes: Optional[StressProcesses] = None,
+    refiners: Sequence[Phase] = REFINERS,
 ) -> Verdict:
     """Probe the test, run ``phases`` in order until one finds the verdict, and return it.
 
@@ -113,9 +127,9 @@ def run_phases(
     resolve_executable(options.command, options.cwd)
     claim_directory(options.report_dir, ("processes", "verdict.json", "verdict.md"))
     if processes is not None:
-        return _Engine(options, processes, say).run(phases)
+        return _Engine(options, processes, say).run(phases, refiners)
     with plugin_dir() as plugin:
-        return _Engine(options, StressProcesses(options, plugin), say).run(phases)
+        return _Engine(options, StressProcesses(options, plugin), say).run(phases, refiners)
 
 
 def _check_needs(phases: Sequence[Phase]) -> None:
@@ -172,7 +186,7 @@ class _Engine:
         self.budget = Budget(options.budget_seconds, processes.now(), processes.now)
         self.started_at = now_iso()
 
-    def run(self, phases: Sequence[Phase]) -> Verdict:
+    def run(self, phases: Sequence[Phase], refiners: Sequence[Phase] = ()) -> Verdict:
         evidence = _Evidence()
         with self.processes.launching():
             probed = run_probe(self.options, self.processes, self.say)
@@ -181,24 +195,45 @@ class _Engine:
             if finding is None:
                 assert probed.probe is not None
                 finding = self._phases(phases, probed, evidence)
+                finding = self._refine(refiners, finding, probed, evidence)
             recorded = evidence.facts.recorded_failure
             if finding.verdict == NOT_REPRODUCIBLE and recorded:
                 clause = imports.unreproduced_clause(recorded, evidence.arms)
                 finding = dataclasses.replace(finding, reason=finding.reason.rstrip(".") + clause)
             return self.verdict(finding, evidence, probed)
 
-    def _phases(self, phases: Sequence[Phase], probed: ProbeResult, evidence: _Evidence) -> Finding:
+    def _context(
+        self, probed: ProbeResult, evidence: _Evidence, finding: Optional[Finding] = None
+    ) -> PhaseContext:
         assert probed.probe is not None
+        return PhaseContext(
+            self.options,
+            probed.probe,
+            self.processes,
+            self.budget,
+            self.say,
+            evidence.facts,
+            tuple(evidence.arms),
+            finding,
+        )
+
+    def _refine(
+        self, refiners: Sequence[Phase], finding: Finding, probed: ProbeResult, evidence: _Evidence
+    ) -> Finding:
+        """Each refining phase that applies reads the finding and may replace it."""
+        for phase in refiners:
+            ctx = self._context(probed, evidence, finding)
+            if not phase.applies(ctx):
+                continue
+            result = phase.run(ctx)
+            evidence.add(result.arms, result.notes, result.first_failure, result.facts)
+            if result.finding is not None:
+                finding = result.finding
+        return finding
+
+    def _phases(self, phases: Sequence[Phase], probed: ProbeResult, evidence: _Evidence) -> Finding:
         for phase in phases:
-            ctx = PhaseContext(
-                self.options,
-                probed.probe,
-                self.processes,
-                self.budget,
-                self.say,
-                evidence.facts,
-                tuple(evidence.arms),
-            )
+            ctx = self._context(probed, evidence)
             if not phase.applies(ctx):
                 continue
             result: PhaseResult = phase.run(ctx)

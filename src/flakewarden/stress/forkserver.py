@@ -10,7 +10,10 @@ docstring for the protocol and ``docs/stress.md`` for what is shared.
 The hash seed (``PYTHONHASHSEED``) is fixed when an interpreter starts, so a
 server is replaced after ``FORKS_PER_SERVER`` forks: a stress run still sees
 many seeds. The next server is started when the current one is halfway, so the
-replacement rarely makes a run wait.
+replacement rarely makes a run wait. Unless the environment fixes it, each
+server's hash seed is drawn here and set, so every child's is known
+(``Forked.hash_seed``) and replays; a run that asks for another hash seed in its
+environment is not forked (it is spawned with that seed).
 
 Anything that makes forking unsafe or impossible ends the server for the rest
 of the run and the processes are spawned as before (``note`` says why); a
@@ -23,6 +26,7 @@ import contextlib
 import itertools
 import json
 import os
+import random
 import select
 import signal
 import subprocess
@@ -41,6 +45,18 @@ CLOSE_SECONDS = 5.0
 MAX_SKIPPED = 3  # plugins left to the children because importing them started a thread
 SLICE_SECONDS = 0.05
 OURS = "FLAKEWARDEN_"  # our per-run variables: the only ones a run may change under a server
+HASH_SEED = "PYTHONHASHSEED"
+MAX_HASH_SEED = 4294967295  # 0 turns hash randomisation off: drawn from 1 to this
+
+
+def fixed_hash_seed(env: Mapping[str, str]) -> Optional[int]:
+    """The hash seed ``env`` fixes, or None when each interpreter draws its own."""
+    text = env.get(HASH_SEED, "").strip()
+    return int(text) if text.isdigit() else None
+
+
+def draw_hash_seed() -> int:
+    return random.SystemRandom().randint(1, MAX_HASH_SEED)
 
 
 class Target(NamedTuple):
@@ -71,6 +87,7 @@ class Forked:
         self.owner = owner
         self.server = server
         self.pid = pid
+        self.hash_seed = server.hash_seed
 
     def poll(self) -> Optional[int]:
         """The exit code once the server reaped the child (negative: killed by a signal)."""
@@ -98,6 +115,7 @@ class _Process:
     """One server process and what it said."""
 
     def __init__(self, command: Sequence[str], env: Mapping[str, str], cwd: Path) -> None:
+        self.hash_seed = fixed_hash_seed(env)
         self.errors: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
             list(command),
@@ -201,10 +219,13 @@ class ForkServer:
         self.script = script
         self.cwd = cwd
         self.env = stable_env(env)
-        seed = self.env.get("PYTHONHASHSEED", "random")
+        # Unless the environment fixes the hash seed, each server gets one drawn here.
+        self.draws_hash_seed = fixed_hash_seed(self.env) is None
+        if self.draws_hash_seed:
+            self.env.pop(HASH_SEED, None)
         if forks_per_server is None:
             # A fixed hash seed is the same in every process anyway: no need to replace.
-            forks_per_server = 0 if seed not in ("", "random") else FORKS_PER_SERVER
+            forks_per_server = FORKS_PER_SERVER if self.draws_hash_seed else 0
         self.forks_per_server = forks_per_server
         self.usable = True
         self.note = ""
@@ -229,7 +250,7 @@ class ForkServer:
         prefix = self.target.prefix
         if not self.usable or list(command[: len(prefix)]) != prefix:
             return None
-        if stable_env(env) != self.env:
+        if self._comparable(env) != self.env:
             return None  # something the interpreter reads as it starts may differ
         return list(command[len(prefix) :])
 
@@ -248,6 +269,11 @@ class ForkServer:
         server = self._ready(stop)
         if server is None:
             return None
+        wanted = fixed_hash_seed(env)
+        if wanted is not None and wanted != server.hash_seed:
+            return None  # the run asks for a hash seed of its own: it is spawned with it
+        if server.hash_seed is not None:
+            env = {**env, HASH_SEED: str(server.hash_seed)}  # a child's own subprocesses too
         with open(log, "wb"):
             pass  # made here, so an unwritable log fails as a spawn's would
         ident = next(self._ids)
@@ -314,6 +340,13 @@ class ForkServer:
             time.sleep(timeout)
         self.pump()
 
+    def _comparable(self, env: Mapping[str, str]) -> dict[str, str]:
+        """What must equal the server's environment for a run to be forked from it."""
+        stable = stable_env(env)
+        if self.draws_hash_seed:
+            stable.pop(HASH_SEED, None)  # checked against the server's own in ``start``
+        return stable
+
     def _launch(self) -> _Process:
         self.servers += 1
         target = self.target
@@ -322,7 +355,10 @@ class ForkServer:
         for plugin in self.skipped:
             command += ["--skip", plugin]
         command += ["--prefix", json.dumps(target.prefix)]
-        return _Process(command, self.env, self.cwd)
+        env = dict(self.env)
+        if self.draws_hash_seed:
+            env[HASH_SEED] = str(draw_hash_seed())
+        return _Process(command, env, self.cwd)
 
     def _ready(self, stop: Callable[[], None]) -> Optional[_Process]:
         """The server that forks next, once it has greeted; None when there is none."""

@@ -22,6 +22,7 @@ runs only the test (``FLAKEWARDEN_SELECT``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Optional
 
@@ -62,24 +63,24 @@ def _absolute(ctx: PhaseContext, modules: Sequence[str]) -> list[str]:
 
 def _collecting(
     ctx: PhaseContext, found: PhaseEvidence, paths: Sequence[str], arm: Arm, processes: int
-) -> tuple[bool, list[JobResult]]:
-    """Collect ``paths``, run only the test, ``processes`` times: did it fail any more?"""
-    failures = arm.failures
+) -> tuple[Arm, bool, list[JobResult]]:
+    """Collect ``paths``, run only the test, ``processes`` times: the arm grown, more failures?"""
     jobs = [
         Job("order", arm.knob, [ctx.test_id], 1, NO_RANDOMLY, collect=list(paths))
         for _ in range(processes)
     ]
     results = ctx.run(jobs, ctx.options.cores)
-    found.tally(arm, results)
-    return arm.failures > failures, results
+    grown = found.tally(arm, results)
+    return grown, grown.failures > arm.failures, results
 
 
 def _with_modules(
     ctx: PhaseContext, found: PhaseEvidence, modules: Sequence[str], arm: Arm
-) -> bool:
+) -> tuple[Arm, bool]:
     """The modules collected before the test's own file, only the test run."""
     paths = _absolute(ctx, [*modules, _own_file(ctx)])
-    return _collecting(ctx, found, paths, arm, ORDER_REPLAYS)[0]
+    grown, failed, _ = _collecting(ctx, found, paths, arm, ORDER_REPLAYS)
+    return grown, failed
 
 
 def from_polluters(
@@ -99,7 +100,7 @@ def from_polluters(
     ctx.say(f"order: collecting {', '.join(modules)} without running its tests")
     check = Arm("order", "polluter-collected-only", command=ctx.reproduce([ctx.test_id, *modules]))
     found.arms.append(check)
-    polluted = _with_modules(ctx, found, modules, check)
+    check, polluted = _with_modules(ctx, found, modules, check)
     detail["collected_only"] = {"modules": modules, "runs": check.runs, "failures": check.failures}
     if not polluted:
         return None
@@ -128,7 +129,7 @@ def from_collection(
     ctx.say("order: collecting what the command collects, running only the test")
     replayed = Arm("order", "recorded-collection", command=_collection_command(ctx, paths))
     found.arms.append(replayed)
-    failed, results = _collecting(ctx, found, paths, replayed, ORDER_REPLAYS + 1)
+    replayed, failed, results = _collecting(ctx, found, paths, replayed, ORDER_REPLAYS + 1)
     own = _own_file(ctx)
     collected = next((r.results.collected_files for r in results if r.results.collected_files), [])
     modules = [m for m in collected or [] if m != own]
@@ -184,9 +185,10 @@ def _confirm(
     polluter = " + ".join(modules)
     confirm = Arm("order", "module-collected", command=ctx.reproduce([ctx.test_id, *modules]))
     found.arms.append(confirm)
-    _collecting(ctx, found, _absolute(ctx, [*modules, _own_file(ctx)]), confirm, ORDER_CONFIRM)
+    paths = _absolute(ctx, [*modules, _own_file(ctx)])
+    confirm, _, _ = _collecting(ctx, found, paths, confirm, ORDER_CONFIRM)
     p = stats.fisher_greater(isolation.failures, isolation.runs, confirm.failures, confirm.runs)
-    confirm.p_value = p
+    confirm = found.replace(confirm, dataclasses.replace(confirm, p_value=p))
     counts = {"modules": modules, "runs": confirm.runs, "failures": confirm.failures, "p_value": p}
     if p < stats.ALPHA:
         detail.update(

@@ -12,12 +12,14 @@ the arms' counts, so a table can check them.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
 from flakewarden.model.verdicts import DETERMINISTIC
 from flakewarden.stress import stats
 from flakewarden.stress.brittle import brittle_check
+from flakewarden.stress.forkserver import HASH_SEED, draw_hash_seed, fixed_hash_seed
 from flakewarden.stress.knobs import Concurrency
 from flakewarden.stress.phase import Facts, Finding, PhaseContext, PhaseEvidence, PhaseResult
 from flakewarden.stress.runs import NO_RANDOMLY, Job, JobResult
@@ -37,14 +39,28 @@ def always_fails(arm: Arm) -> bool:
 
 def _fresh_runs(
     ctx: PhaseContext, found: PhaseEvidence, arm: Arm, count: int
-) -> Sequence[JobResult]:
+) -> tuple[Arm, Sequence[JobResult]]:
     ctx.say(f"isolation: {count} fresh processes x 1 run")
-    jobs = [Job("isolation", "baseline", [ctx.test_id], 1, NO_RANDOMLY) for _ in range(count)]
+    jobs = [
+        Job("isolation", "baseline", [ctx.test_id], 1, NO_RANDOMLY, env=own_hash_seed())
+        for _ in range(count)
+    ]
     # Half the cores at most, like the timing phase's baseline: a timing-sensitive
     # test must not look broken because its own isolation runs crowded the machine.
     results = ctx.run(jobs, max(1, ctx.options.cores // 2))
-    found.tally(arm, results)
-    return results
+    return found.tally(arm, results), results
+
+
+def own_hash_seed() -> dict[str, str]:
+    """A process's own hash seed, as a new interpreter draws one (unless the user fixed it).
+
+    Forks of one server share its hash seed: the runs a verdict calls fresh processes
+    are spawned, each with a hash seed of its own, so a failure that follows the
+    order of a set is not taken for a real break or for a clean pass.
+    """
+    if fixed_hash_seed(os.environ) is not None:
+        return {}
+    return {HASH_SEED: str(draw_hash_seed())}
 
 
 def _seen(facts: Facts, results: Sequence[JobResult]) -> Concurrency:
@@ -56,8 +72,8 @@ def isolation_phase(ctx: PhaseContext) -> PhaseResult:
     """One run in each of ``ISOLATION_PROCESSES`` fresh processes, fixed order and seed."""
     found = PhaseEvidence(ctx)
     arm = Arm("isolation", "baseline", command=ctx.reproduce([ctx.test_id]))
-    results = _fresh_runs(ctx, found, arm, ISOLATION_PROCESSES)
     found.arms.append(arm)
+    arm, results = _fresh_runs(ctx, found, arm, ISOLATION_PROCESSES)
     facts = dataclasses.replace(
         ctx.facts,
         isolation=arm,
@@ -77,19 +93,25 @@ def processes_that_leaked(results: Sequence[JobResult]) -> int:
     )
 
 
+def repeats_p_value(isolation: Arm, in_process: Arm) -> float:
+    """p of the in-process repeats failing more often than first runs (one-sided Fisher)."""
+    first_runs = isolation.first_runs + in_process.first_runs
+    first_failures = isolation.first_failures + in_process.first_failures
+    return stats.fisher_greater(
+        first_failures, first_runs, in_process.repeat_failures, in_process.repeat_runs
+    )
+
+
 def non_idempotence(isolation: Arm, in_process: Arm, leaked: int) -> dict[str, object]:
     """The repetition evidence when the test leaks state into itself, else ``{}``.
 
     Non-idempotent: the repeats fail significantly more often than the first
-    runs of fresh processes (one-sided Fisher, p < alpha) and some process
-    passed its first run and then failed a repeat. Sets ``in_process.p_value``.
+    runs of fresh processes (one-sided Fisher, p < alpha, ``in_process.p_value``) and
+    some process passed its first run and then failed a repeat.
     """
     first_runs = isolation.first_runs + in_process.first_runs
     first_failures = isolation.first_failures + in_process.first_failures
-    p = stats.fisher_greater(
-        first_failures, first_runs, in_process.repeat_failures, in_process.repeat_runs
-    )
-    in_process.p_value = p
+    p = repeats_p_value(isolation, in_process)
     if not (p < stats.ALPHA and leaked):
         return {}
     return {
@@ -134,8 +156,9 @@ def repeats_phase(ctx: PhaseContext) -> PhaseResult:
     arm = Arm("isolation", "in-process", repeat=REPEAT_RUNS, command=ctx.reproduce([ctx.test_id]))
     job = Job("isolation", "in-process", [ctx.test_id], REPEAT_RUNS, NO_RANDOMLY)
     results = ctx.run([job] * REPEAT_PROCESSES, max(1, ctx.options.cores // 2))
-    found.tally(arm, results)
     found.arms.append(arm)
+    arm = found.tally(arm, results)
+    arm = found.replace(arm, dataclasses.replace(arm, p_value=repeats_p_value(isolation, arm)))
     leaks = non_idempotence(isolation, arm, processes_that_leaked(results))
     if leaks:
         found.note(non_idempotent_note(isolation, arm))
@@ -152,9 +175,8 @@ def repeats_phase(ctx: PhaseContext) -> PhaseResult:
             f"repeats passed: {EXTRA_FRESH_PROCESSES} more fresh processes decide whether it "
             "always fails"
         )
-        # The isolation arm grows by these runs: a copy, so the earlier phase's stays as it was.
-        grown = dataclasses.replace(isolation)
-        more = _fresh_runs(ctx, found, grown, EXTRA_FRESH_PROCESSES)
+        # The isolation arm grows by these runs: a new value, the earlier phase's stays as it was.
+        grown, more = _fresh_runs(ctx, found, isolation, EXTRA_FRESH_PROCESSES)
         facts = dataclasses.replace(
             facts,
             isolation=grown,

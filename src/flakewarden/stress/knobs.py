@@ -38,7 +38,9 @@ UNLOADED_KNOBS = (*THREAD_KNOBS, *LOOP_KNOBS)
 ALL_KNOBS = (*UNLOADED_KNOBS, *LOAD_KNOBS)
 # Seeded knobs: their variable carries the seed, so one process's schedule can be replayed.
 SEED_VARIABLES = {"yield": "FLAKEWARDEN_YIELD", "asyncio": "FLAKEWARDEN_ASYNCIO"}
-KNOB_VARIABLES = ("FLAKEWARDEN_SWITCH_INTERVAL", *SEED_VARIABLES.values())
+# Every run's generators draw from this seed (the plugin's ``seeds``): the engine sets it.
+RANDOM_SEED_VARIABLE = "FLAKEWARDEN_RANDOM_SEED"
+KNOB_VARIABLES = ("FLAKEWARDEN_SWITCH_INTERVAL", *SEED_VARIABLES.values(), RANDOM_SEED_VARIABLE)
 CONCURRENCY_VARIABLE = "FLAKEWARDEN_CONCURRENCY"
 
 DESCRIPTIONS = {

@@ -52,11 +52,11 @@ def replay(
     befores: Sequence[Sequence[str]],
     arms: Sequence[Arm],
     processes: int,
-) -> None:
+) -> list[Arm]:
     """Run the test right after each of ``befores``, in that order, ``processes`` times each.
 
-    All of them start together (as many at once as there are cores), and each
-    one's runs are added to its arm.
+    All of them start together (as many at once as there are cores); each arm comes
+    back grown by its runs.
     """
     jobs = [
         Job("order", arm.knob, [*before, ctx.test_id], 1, NO_RANDOMLY, ordered=True)
@@ -64,16 +64,18 @@ def replay(
         for _ in range(processes)
     ]
     results = ctx.run(jobs, ctx.options.cores)
-    for index, arm in enumerate(arms):
+    return [
         found.tally(arm, results[index * processes : (index + 1) * processes])
+        for index, arm in enumerate(arms)
+    ]
 
 
-def _fails_after(
+def fails_after(
     ctx: PhaseContext, found: PhaseEvidence, before: Sequence[str], arm: Arm, processes: int
-) -> bool:
-    failures = arm.failures
-    replay(ctx, found, [before], [arm], processes)
-    return arm.failures > failures
+) -> tuple[Arm, bool]:
+    """``arm`` grown by ``processes`` runs right after ``before``, and whether any failed."""
+    (grown,) = replay(ctx, found, [before], [arm], processes)
+    return grown, grown.failures > arm.failures
 
 
 def applies(ctx: PhaseContext) -> bool:
@@ -109,7 +111,8 @@ def order_phase(ctx: PhaseContext) -> PhaseResult:
     ctx.say(f"order: replaying {len(before)} predecessors in the recorded order")
     replayed = Arm("order", "after-predecessors", command=ctx.reproduce([*before, test_id]))
     found.arms.append(replayed)
-    if not _fails_after(ctx, found, before, replayed, ORDER_REPLAYS + 1):
+    replayed, failed = fails_after(ctx, found, before, replayed, ORDER_REPLAYS + 1)
+    if not failed:
         detail["reproduced"] = False
         found.note(
             f"order: replaying the {len(before)} predecessors in order did not reproduce "
@@ -119,7 +122,7 @@ def order_phase(ctx: PhaseContext) -> PhaseResult:
     candidates, detail["bisection"] = bisect(
         ctx,
         before,
-        lambda subset, arm: _fails_after(ctx, found, subset, arm, ORDER_REPLAYS),
+        lambda subset, arm: fails_after(ctx, found, subset, arm, ORDER_REPLAYS),
     )
     by_import = imports.from_polluters(ctx, found, candidates, detail)
     if by_import is not None:
@@ -136,9 +139,9 @@ def _confirm(
     polluter = " + ".join(candidates)
     confirm = Arm("order", "after-polluter", command=ctx.reproduce([*candidates, ctx.test_id]))
     found.arms.append(confirm)
-    _fails_after(ctx, found, candidates, confirm, ORDER_CONFIRM)
+    confirm, _ = fails_after(ctx, found, candidates, confirm, ORDER_CONFIRM)
     p = stats.fisher_greater(isolation.failures, isolation.runs, confirm.failures, confirm.runs)
-    confirm.p_value = p
+    confirm = found.replace(confirm, dataclasses.replace(confirm, p_value=p))
     detail["polluters"] = candidates
     detail["confirm"] = {"runs": confirm.runs, "failures": confirm.failures, "p_value": p}
     if p < stats.ALPHA:

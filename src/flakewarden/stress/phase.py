@@ -49,6 +49,7 @@ class Facts:
     non_idempotent: Mapping[str, object] = dataclasses.field(default_factory=dict)
     always_fails: bool = False  # every fresh run in a fixed order (and every seed swept) failed
     swept: bool = False  # the seed sweep already ran
+    drawn: bool = False  # the draws phase (random and hash seeds) already ran
     # how the test failed in the ``--order-from`` run, when it did there: a failure that no
     # phase reproduces is still evidence, and the verdict's reason says so
     recorded_failure: str = ""
@@ -85,6 +86,7 @@ class PhaseContext:
     say: Say
     facts: Facts = Facts()
     arms: tuple[Arm, ...] = ()  # every arm of the earlier phases, in order
+    finding: Optional[Finding] = None  # what a refining phase refines (``engine.REFINERS``)
 
     @property
     def test_id(self) -> str:
@@ -143,10 +145,20 @@ class PhaseEvidence:
         self.notes: list[str] = []
         self.first_failure: Optional[Failure] = None
 
-    def tally(self, arm: Arm, results: Sequence[JobResult]) -> None:
-        found = self.ctx.processes.tally(arm, results)
+    def tally(self, arm: Arm, results: Sequence[JobResult]) -> Arm:
+        """``arm`` grown by these runs; it takes the old one's place among this phase's arms."""
+        grown, found = self.ctx.processes.tally(arm, results)
         if self.first_failure is None:
             self.first_failure = found
+        self.replace(arm, grown)
+        return grown
+
+    def replace(self, old: Arm, new: Arm) -> Arm:
+        """``new`` where this phase listed ``old`` (the same object), else nowhere; returns it."""
+        for index, arm in enumerate(self.arms):
+            if arm is old:
+                self.arms[index] = new
+        return new
 
     def note(self, text: str) -> None:
         self.notes.append(text)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Protocol
 
 from flakewarden.runner.process import Interrupted, new_group, spawn, stop_group
-from flakewarden.stress.forkserver import ForkServerLost
+from flakewarden.stress.forkserver import HASH_SEED, ForkServerLost, draw_hash_seed, fixed_hash_seed
 
 if TYPE_CHECKING:
     from flakewarden.stress.forkserver import ForkServer
@@ -63,6 +63,7 @@ class ChildSpec:
 class ChildOutcome:
     exit_code: Optional[int]  # None: killed after its timeout
     duration: float
+    hash_seed: Optional[int] = None  # the child's PYTHONHASHSEED (None: its own draw, unknown)
 
     @property
     def timed_out(self) -> bool:
@@ -140,14 +141,22 @@ class _Running(Protocol):
     def wait(self) -> Optional[int]: ...
 
 
-def _start(spec: ChildSpec, server: Optional[ForkServer], stop: Callable[[], None]) -> _Running:
+def _start(
+    spec: ChildSpec, server: Optional[ForkServer], stop: Callable[[], None]
+) -> tuple[_Running, Optional[int]]:
+    """The child, and its hash seed: a spawned one's is drawn here unless its env fixes one."""
     if server is not None:
         args = server.args_for(spec.command, spec.env)
         if args is not None:
             forked = server.start(args, spec.cwd, spec.env, spec.log, stop=stop)
             if forked is not None:
-                return forked
-    return _spawn(spec.command, spec.cwd, spec.env, spec.log)
+                return forked, forked.hash_seed
+    env = spec.env
+    hash_seed = fixed_hash_seed(env)
+    if hash_seed is None:
+        hash_seed = draw_hash_seed()
+        env = {**env, HASH_SEED: str(hash_seed)}
+    return _spawn(spec.command, spec.cwd, env, spec.log), hash_seed
 
 
 def _start_over(spec: ChildSpec) -> None:
@@ -174,6 +183,7 @@ def run_all(
     """
     outcomes: list[Optional[ChildOutcome]] = [None] * len(specs)
     running: dict[int, tuple[_Running, float]] = {}
+    hash_seeds: dict[int, Optional[int]] = {}
     pending = list(range(len(specs)))
     with _signals_raise() as received:
 
@@ -192,7 +202,7 @@ def run_all(
                 while pending and len(running) < max(1, parallel):
                     index = pending.pop(0)
                     spec = specs[index]
-                    child = _start(spec, server, stop)
+                    child, hash_seeds[index] = _start(spec, server, stop)
                     running[index] = (child, time.monotonic())
                     if throttle is not None:
                         records = spec.env.get(RESULTS_VARIABLE)
@@ -211,12 +221,12 @@ def run_all(
                         stop_group(child.pid, signal.SIGKILL)
                         child.wait()
                         end(index, child)
-                        outcomes[index] = ChildOutcome(None, elapsed)
+                        outcomes[index] = ChildOutcome(None, elapsed, hash_seeds.get(index))
                     elif code is not None:
                         end(index, child)
                         # Whatever it left behind in its group goes too.
                         stop_group(child.pid, signal.SIGKILL)
-                        outcomes[index] = ChildOutcome(code, elapsed)
+                        outcomes[index] = ChildOutcome(code, elapsed, hash_seeds.get(index))
                 if server is not None and server.usable:
                     server.wait(POLL_SECONDS)
                 else:

@@ -19,6 +19,7 @@ import datetime
 import json
 import os
 import platform
+import random
 import shlex
 import sys
 import time
@@ -30,11 +31,17 @@ from flakewarden.model import AttemptOutcome, TestRecord, first_line
 from flakewarden.runner import pytest_args
 from flakewarden.runner.process import plugin_env
 from flakewarden.runner.process_results import ProcessResults, read_results
-from flakewarden.stress.knobs import CONCURRENCY_VARIABLE, KNOB_VARIABLES, SWITCH_INTERVAL
+from flakewarden.stress.arm import Arm, Sample
+from flakewarden.stress.knobs import (
+    CONCURRENCY_VARIABLE,
+    KNOB_VARIABLES,
+    RANDOM_SEED_VARIABLE,
+    SWITCH_INTERVAL,
+)
 from flakewarden.stress.launcher import SPAWN, Launcher
 from flakewarden.stress.pool import ChildSpec, Throttle, burners, run_all
 from flakewarden.stress.sequential import DEFAULT_MARGIN, Margin
-from flakewarden.stress.verdict import Arm, Failure
+from flakewarden.stress.verdict import Failure
 
 NO_RANDOMLY = ["-p", "no:randomly"]
 # Options that would change what one stress process runs: our plugin repeats and selects.
@@ -94,11 +101,17 @@ class JobResult:
     records: list[TestRecord]  # the target's records only
     exit_code: Optional[int]
     timed_out: bool
+    hash_seed: Optional[int] = None  # the process's PYTHONHASHSEED, when the engine set it
 
     @property
     def died(self) -> bool:
         """The process started the target's iterations but did not finish them."""
         return self.results.started and (self.timed_out or len(self.records) < self.job.repeat)
+
+
+def uses_randomly(args: Sequence[str]) -> bool:
+    """The process loads pytest-randomly (``-p randomly``): its seed decides the draws then."""
+    return any(a == "randomly" and b == "-p" for b, a in zip(args, args[1:]))
 
 
 def now_iso() -> str:
@@ -261,6 +274,9 @@ class StressProcesses:
             ids_file = directory / "select.json"
             ids_file.write_text(json.dumps(job.ids, ensure_ascii=False), encoding="utf-8")
             extra = {"FLAKEWARDEN_REPEAT": str(job.repeat), CONCURRENCY_VARIABLE: "1", **job.env}
+            if RANDOM_SEED_VARIABLE not in job.env and not uses_randomly(job.args):
+                # Each process's generators from a seed of its own, recorded with each run.
+                extra[RANDOM_SEED_VARIABLE] = str(random.SystemRandom().randrange(1, 2**31))
             if job.ordered:
                 extra["FLAKEWARDEN_ORDER"] = str(ids_file)
             env = plugin_env(
@@ -270,7 +286,7 @@ class StressProcesses:
                 extra=extra,
             )
             for variable in KNOB_VARIABLES:  # a knob runs only where its arm sets it
-                if variable not in job.env:
+                if variable not in extra:
                     env.pop(variable, None)
             specs.append(
                 ChildSpec(
@@ -298,41 +314,54 @@ class StressProcesses:
             records = [r for r in results.tests if r.id == self.options.test_id]
             out.append(
                 JobResult(
-                    job, number, directory, results, records, outcome.exit_code, outcome.timed_out
+                    job,
+                    number,
+                    directory,
+                    results,
+                    records,
+                    outcome.exit_code,
+                    outcome.timed_out,
+                    outcome.hash_seed,
                 )
             )
         return out
 
-    def tally(self, arm: Arm, results: Sequence[JobResult]) -> Optional[Failure]:
-        """Add each finished run to ``arm``; return the first failing run among them.
+    def tally(self, arm: Arm, results: Sequence[JobResult]) -> tuple[Arm, Optional[Failure]]:
+        """``arm`` grown by each finished run, and the first failing run among them.
 
         A process that died mid-test counts one failure. A run is a first run
         when it was the process's first iteration of the test, else an
         in-process repeat; the arm counts them apart.
         """
         first: Optional[Failure] = None
+        samples: list[Sample] = []
+        skipped = crashed = 0
         for result in results:
-            arm.processes += 1
+            hash_seed = result.hash_seed
             for record in result.records:
                 outcome = record.outcome
                 if outcome == AttemptOutcome.SKIPPED:
-                    arm.skipped += 1
+                    skipped += 1
                     continue
-                arm.add(outcome.is_failure, first=record.iteration == 0)
-                if outcome.is_failure and first is None:
+                failed = outcome.is_failure
+                samples.append(
+                    Sample(result.number, record.iteration, failed, record.random_seed, hash_seed)
+                )
+                if failed and first is None:
                     first = self._failure(
                         result, record.iteration, first_line(record.longrepr), record.longrepr
                     )
             if result.died:
-                arm.crashed += 1
-                arm.add(True, first=not result.records)
+                crashed += 1
+                samples.append(Sample(result.number, len(result.records), True, None, hash_seed))
                 if first is None:
                     why = "timed out" if result.timed_out else f"exited with {result.exit_code}"
                     tail = log_tail(result.directory / "output.log")
                     first = self._failure(
                         result, len(result.records), f"the process {why} mid-test", tail
                     )
-        return first
+        grown = arm.grown(samples, processes=len(results), skipped=skipped, crashed=crashed)
+        return grown, first
 
     def _failure(self, result: JobResult, iteration: int, message: str, text: str) -> Failure:
         return Failure(

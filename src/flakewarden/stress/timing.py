@@ -17,6 +17,7 @@ among first runs, up to ``FOUND_CAUSE_RUNS`` per arm.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Sequence
 from typing import Callable
@@ -105,14 +106,22 @@ def timing_phase(ctx: PhaseContext) -> PhaseResult:
         + (f"; not applicable: {', '.join(not_applicable)}" if not_applicable else "")
     )
     _sample(ctx, found, evidence)
-    settle_knobs(evidence)
+    for knob, settled in settle_knobs(evidence).items():
+        evidence.arms[knob] = found.replace(evidence.arms[knob], settled)
     cpu, throttle = evidence.loads["cpu-load"], evidence.loads["throttle"]
-    for arm in arms.values():  # what the last round ran (each round's: in the statistics)
-        arm.repeat = evidence.per_process
-    arms["cpu-load"].command = ctx.reproduce(test_id, burners=cpu.burners)
-    arms["throttle"].command = ctx.reproduce(test_id, run_share=throttle.run_share)
-    for knob, replay in {**evidence.fallback_replays, **evidence.replays}.items():
-        arms[knob].command = ctx.reproduce(test_id, knob=knob, replay=replay)
+    commands = {
+        "cpu-load": ctx.reproduce(test_id, burners=cpu.burners),
+        "throttle": ctx.reproduce(test_id, run_share=throttle.run_share),
+        **{
+            knob: ctx.reproduce(test_id, knob=knob, replay=replay)
+            for knob, replay in {**evidence.fallback_replays, **evidence.replays}.items()
+        },
+    }
+    for name, arm in evidence.arms.items():  # what the last round ran (each round's: statistics)
+        done = dataclasses.replace(
+            arm, repeat=evidence.per_process, command=commands.get(name, arm.command)
+        )
+        evidence.arms[name] = found.replace(arm, done)
     found.notes.extend(load_notes(evidence))
     finding = conclude(
         evidence, [*ctx.arms, *found.arms], ctx.facts.non_idempotent, options.budget_seconds
@@ -240,7 +249,7 @@ def _per_process(results: Sequence[JobResult]) -> list[Counts]:
 def _count(
     found: PhaseEvidence, evidence: TimingEvidence, arm: str, results: Sequence[JobResult]
 ) -> None:
-    found.tally(evidence.arms[arm], results)
+    evidence.arms[arm] = found.tally(evidence.arms[arm], results)
     evidence.round.setdefault(arm, []).extend(_per_process(results))
     evidence.durations.setdefault(arm, []).extend(_durations(results))
     for result in results:

@@ -8,6 +8,7 @@ which knob is still open, on what counts, and about what budget would settle it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -183,13 +184,15 @@ def _not_applicable_text(evidence: TimingEvidence) -> str:
     return f"; not applicable, so not run: {'; '.join(why)}"
 
 
-def settle_knobs(evidence: TimingEvidence) -> None:
-    """Each knob arm's always-valid p-value and its Bonferroni adjustment over the knobs."""
+def settle_knobs(evidence: TimingEvidence) -> dict[str, Arm]:
+    """Each knob's arm with its always-valid p-value and Bonferroni adjustment over the knobs."""
     sequential = evidence.sequential
+    settled = {}
     for knob in sequential.knobs:
-        arm = evidence.arms[knob]
-        arm.p_value = sequential.p_value(knob)
-        arm.p_adjusted = min(1.0, len(sequential.knobs) * arm.p_value)
+        p = sequential.p_value(knob)
+        adjusted = min(1.0, len(sequential.knobs) * p)
+        settled[knob] = dataclasses.replace(evidence.arms[knob], p_value=p, p_adjusted=adjusted)
+    return settled
 
 
 def load_notes(evidence: TimingEvidence) -> list[str]:

@@ -19,116 +19,24 @@ from flakewarden.model.verdicts import (
     NEEDS_BOUND,
     QUARANTINE_ALLOWED,
     RACE,
+    SEED_DEPENDENT,
     VERDICTS,
 )
-from flakewarden.stress import stats
+
+# The kinds of seed dependence the draws phase names (``draws.KINDS``): each replays from
+# its seeds, so it is a bug in the code or the test and never allows a quarantine.
+DRAW_KINDS = ("random", "hash", "pair", "either")
+from flakewarden.stress.arm import Arm, Sample
 from flakewarden.stress.knobs import DESCRIPTIONS
 
 SCHEMA_VERSION = 1
+__all__ = ["Arm", "Failure", "Sample", "Verdict", "read_verdict"]
 
 
 KNOB_DESCRIPTIONS = {
     "baseline": "no knob: fixed order (-p no:randomly), default switch interval, no extra load",
     **DESCRIPTIONS,
 }
-
-
-@dataclasses.dataclass
-class Arm:
-    """Runs of the test under one phase and knob (one row of evidence).
-
-    ``first_runs`` counts the runs that were the first of their process; the
-    rest are in-process repeats. They are kept apart because a test that leaks
-    state into itself passes every first run and fails its repeats.
-    """
-
-    phase: str
-    knob: str
-    runs: int = 0
-    failures: int = 0
-    processes: int = 0
-    repeat: int = 1
-    skipped: int = 0
-    crashed: int = 0  # processes that died or hung mid-test (each counted as one failure)
-    first_runs: int = 0  # runs that were the first of their process
-    first_failures: int = 0
-    p_value: Optional[float] = None
-    p_adjusted: Optional[float] = None
-    command: str = ""  # reproduces one process of this arm by hand
-    shard: str = ""  # the runner it ran on, after a merge
-
-    @property
-    def rate(self) -> float:
-        return self.failures / self.runs if self.runs else 0.0
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        return stats.clopper_pearson(self.failures, self.runs)
-
-    @property
-    def upper(self) -> float:
-        return stats.upper_bound(self.failures, self.runs)
-
-    @property
-    def repeat_runs(self) -> int:
-        return self.runs - self.first_runs
-
-    @property
-    def repeat_failures(self) -> int:
-        return self.failures - self.first_failures
-
-    def add(self, failed: bool, first: bool = True) -> None:
-        """Count one run; ``first`` when it was the first run of its process."""
-        self.runs += 1
-        self.failures += int(failed)
-        if first:
-            self.first_runs += 1
-            self.first_failures += int(failed)
-
-    def to_json(self) -> dict[str, Any]:
-        low, high = self.interval
-        return {
-            "phase": self.phase,
-            "knob": self.knob,
-            "runs": self.runs,
-            "failures": self.failures,
-            "rate": round(self.rate, 6),
-            "interval95": [round(low, 6), round(high, 6)],
-            "upper95": round(self.upper, 6),
-            "processes": self.processes,
-            "repeat": self.repeat,
-            "skipped": self.skipped,
-            "crashed": self.crashed,
-            "first_runs": self.first_runs,
-            "first_failures": self.first_failures,
-            "repeat_runs": self.repeat_runs,
-            "repeat_failures": self.repeat_failures,
-            "p_value": self.p_value,
-            "p_adjusted": self.p_adjusted,
-            "command": self.command,
-            "shard": self.shard,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Arm:
-        runs, failures = int(data.get("runs", 0)), int(data.get("failures", 0))
-        single = int(data.get("repeat", 1)) <= 1  # one run per process: every run was first
-        return cls(
-            phase=str(data["phase"]),
-            knob=str(data["knob"]),
-            runs=runs,
-            failures=failures,
-            processes=int(data.get("processes", 0)),
-            repeat=int(data.get("repeat", 1)),
-            skipped=int(data.get("skipped", 0)),
-            crashed=int(data.get("crashed", 0)),
-            first_runs=int(data.get("first_runs", runs if single else 0)),
-            first_failures=int(data.get("first_failures", failures if single else 0)),
-            p_value=data.get("p_value"),
-            p_adjusted=data.get("p_adjusted"),
-            command=str(data.get("command") or ""),
-            shard=str(data.get("shard") or ""),
-        )
 
 
 @dataclasses.dataclass
@@ -201,9 +109,16 @@ class Verdict:
         return self.power.get("met") is True
 
     @property
+    def replays_from_a_seed(self) -> bool:
+        """Seed-dependent on the random or hash seed: it replays, a bug to fix (``draws``)."""
+        return self.verdict == SEED_DEPENDENT and self.seeds.get("kind") in DRAW_KINDS
+
+    @property
     def quarantine_allowed(self) -> bool:
         if self.verdict in NEEDS_BOUND:
             return self.bounded
+        if self.replays_from_a_seed:
+            return False
         return QUARANTINE_ALLOWED[self.verdict]
 
     @property

@@ -140,12 +140,15 @@ def pool_timing_arms(arms: Sequence[Arm], labels: Iterable[str]) -> dict[str, Ar
     pooled: dict[str, Arm] = {}
     for arm in arms:
         if arm.phase == "timing" and arm.shard in wanted:
-            total = pooled.setdefault(arm.knob, Arm("timing", arm.knob, shard="pooled"))
-            total.runs += arm.runs
-            total.failures += arm.failures
-            total.first_runs += arm.first_runs
-            total.first_failures += arm.first_failures
-            total.processes += arm.processes
+            total = pooled.get(arm.knob) or Arm("timing", arm.knob, shard="pooled")
+            pooled[arm.knob] = dataclasses.replace(
+                total,
+                runs=total.runs + arm.runs,
+                failures=total.failures + arm.failures,
+                first_runs=total.first_runs + arm.first_runs,
+                first_failures=total.first_failures + arm.first_failures,
+                processes=total.processes + arm.processes,
+            )
     return pooled
 
 
@@ -233,8 +236,10 @@ def _pooled(base: Verdict, usable: Shards, labels: Sequence[str]) -> Verdict:
     pooled = pool_timing_arms(arms, [label for _, label in usable])
     raw = comparisons(pooled, arms, labels)
     adjusted = stats.holm(raw) if raw else {}
-    for knob, arm in pooled.items():
-        arm.p_value, arm.p_adjusted = raw.get(knob), adjusted.get(knob)
+    pooled = {
+        knob: dataclasses.replace(arm, p_value=raw.get(knob), p_adjusted=adjusted.get(knob))
+        for knob, arm in pooled.items()
+    }
     # A flat rate or a clean record on the pooled counts allows quarantine only when
     # every runner bounded every knob: one runner's missing power is missing evidence.
     power = _merged_power(list(usable))

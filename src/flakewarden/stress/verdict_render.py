@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Optional
 
 from flakewarden.errors import ReportError
-from flakewarden.reports.markdown import escape
+from flakewarden.reports.markdown import code, escape
+from flakewarden.stress.draws import KINDS
 from flakewarden.stress.verdict import KNOB_DESCRIPTIONS, Arm, Failure, Verdict
 
 
@@ -152,6 +153,9 @@ def _head_lines(verdict: Verdict) -> list[str]:
         out.append(f"**State-setter** (it fails without it: brittle): {setters}\n")
     if verdict.seed is not None:
         out.append(f"**Seed:** `--randomly-seed={verdict.seed}`\n")
+    decides, replay = KINDS.get(str(verdict.seeds.get("kind"))), verdict.seeds.get("replay")
+    if decides and isinstance(replay, str):
+        out.append(f"**Seed:** {decides}; replay: {code(replay)}\n")
     entry = verdict.known_race_entry()
     if entry:
         out.append("## Known race pattern to record\n")

@@ -26,6 +26,11 @@ claimed the run (``_active``), so that a stress seed replays by hand.
   ``event_loop``; jitter 1 ms by default): every asyncio ``BaseEventLoop`` created runs the
   callbacks ready in an iteration in a seeded order (what one callback scheduled keeps its
   order) and delays each ``call_at`` deadline by a seeded ``[0, jitter)``. uvloop is left alone.
+- ``FLAKEWARDEN_RANDOM_SEED``: a whole number (``seeds``): each run of a test (each
+  in-process repeat too) seeds ``random``, numpy's global state, the generators of Faker,
+  factory_boy and model_bakery, and every generator made without a seed, from
+  ``<seed> + <iteration>``, and records that seed in its ``test`` record (``seed``).
+  Nothing where pytest-randomly reseeds.
 - ``FLAKEWARDEN_CONCURRENCY``: ``1`` adds ``concurrency`` to each ``test`` record (below);
   nothing is patched without it.
 - ``FLAKEWARDEN_REPEAT``: repeat each selected test this many times inside the
@@ -89,10 +94,13 @@ try:  # pytest is running us; a bare interpreter (the 3.9 load check) has none
     _hookwrapper: Callable[[Callable[..., Any]], Callable[..., Any]] = pytest.hookimpl(
         hookwrapper=True
     )
+    _tryfirst: Callable[[Callable[..., Any]], Callable[..., Any]] = pytest.hookimpl(tryfirst=True)
 except ImportError:  # pragma: no cover
 
     def _hookwrapper(function: Any) -> Any:
         return function
+
+    _tryfirst = _hookwrapper
 
 
 __all__ = ["Recorder", "record_retry", "shard_of"]
@@ -105,6 +113,7 @@ _files: dict[str, None] = {}  # the test modules collected (their node ids), in 
 OWNER_VARIABLE = "FLAKEWARDEN_OWNER_PID"
 _LOADED = time.time()  # pytest imported us: its own start-up is over by then
 _KNOBS = ("FLAKEWARDEN_YIELD", "FLAKEWARDEN_ASYNCIO", "FLAKEWARDEN_CONCURRENCY")
+SEED_VARIABLE = "FLAKEWARDEN_RANDOM_SEED"
 
 
 def _is_worker(config: Any) -> bool:
@@ -176,6 +185,11 @@ def pytest_configure(config: Any) -> None:
         from . import knobs  # compiled only when asked for: other runs pay nothing
 
         knobs.configure(config, os.path.dirname(os.path.abspath(__file__)))
+    if os.environ.get(SEED_VARIABLE, "").strip():
+        from . import seeds
+
+        if seeds.configure(config) is not None:
+            config.pluginmanager.register(_Seeds(seeds), "flakewarden-seeds")
     path = os.environ.get("FLAKEWARDEN_RESULTS")
     if not path or _is_worker(config):
         return
@@ -230,6 +244,23 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     excinfo = call.excinfo
     if excinfo is not None and report.failed:
         setattr(report, RAISED_ATTRIBUTE, evidence.raised(excinfo.value))
+
+
+class _Seeds:
+    """Each run of a test seeds its generators first; its reports carry the seed."""
+
+    def __init__(self, seeds: Any) -> None:
+        self.seeds = seeds
+
+    @_tryfirst
+    def pytest_runtest_setup(self, item: Any) -> None:
+        self.seeds.run_starts(item.nodeid)
+
+    @_hookwrapper
+    def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
+        outcome = yield
+        if outcome.excinfo is None:
+            setattr(outcome.get_result(), self.seeds.SEED_ATTRIBUTE, self.seeds.current())
 
 
 class _Blame:
@@ -371,6 +402,9 @@ def pytest_unconfigure(config: Any) -> None:
     knobs = sys.modules.get(f"{__name__}.knobs")
     if knobs is not None:
         knobs.unconfigure()
+    seeds = sys.modules.get(f"{__name__}.seeds")
+    if seeds is not None:
+        seeds.unconfigure()
     if _plugin is not None:
         _plugin.close()
         _plugin = None

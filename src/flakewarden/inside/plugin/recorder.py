@@ -17,6 +17,7 @@ RAISED_ATTRIBUTE = "flakewarden_raised"
 RETRIES_ATTRIBUTE = "flakewarden_retries"
 # The applicability facts of a test's phases (``knobs``), on its teardown's report.
 CONCURRENCY_ATTRIBUTE = "flakewarden_concurrency"
+SEED_ATTRIBUTE = "flakewarden_seed"  # the run's random seed (``seeds``)
 
 
 def clip(text: str) -> str:
@@ -43,6 +44,7 @@ class Recorder:
         self.interrupted = ""  # why the session stopped (pytest.exit, KeyboardInterrupt)
         self.locations: dict[str, Any] = {}
         self.concurrency: dict[str, Any] = {}
+        self.seeds: dict[str, int] = {}
 
     def write(self, record: dict[str, Any]) -> None:
         self.emit(_encode(record))
@@ -88,6 +90,9 @@ class Recorder:
             self.reports[report.nodeid] = report
         if hasattr(report, "wasxfail"):
             phase["wasxfail"] = True
+        seed = getattr(report, SEED_ATTRIBUTE, None)
+        if isinstance(seed, int):
+            self.seeds[report.nodeid] = seed
         facts = getattr(report, CONCURRENCY_ATTRIBUTE, None)
         if isinstance(facts, dict):
             self.concurrency[report.nodeid] = facts
@@ -119,6 +124,7 @@ class Recorder:
         self.iteration[nodeid] = iteration + 1
         stdout, stderr = self.captured.pop(nodeid, ("", ""))
         concurrency = self.concurrency.pop(nodeid, None)
+        seed = self.seeds.pop(nodeid, None)
         self.write(
             {
                 "kind": "test",
@@ -134,6 +140,7 @@ class Recorder:
                 "time": time.time(),
                 **({"subtests": subtests} if subtests else {}),
                 **({"concurrency": concurrency} if concurrency is not None else {}),
+                **({"seed": seed} if seed is not None else {}),
                 **({"unfinished": self.interrupted or "the session ended"} if unfinished else {}),
             }
         )

@@ -1,0 +1,251 @@
+"""The draws phase: failures that follow the random seed or the hash seed a process drew.
+
+Every stress process runs under seeds the engine chose and recorded with each
+run: the random seed the plugin gives ``random`` and every generator it controls
+(``inside/plugin/seeds.py``), and ``PYTHONHASHSEED``, which fixes the order a
+``set`` or a str-keyed ``dict`` iterates in (``forkserver``, ``pool``). A failing
+run's pair of seeds and a passing run's pair are each replayed in fresh
+processes; when the failing pair fails every time and the passing pair passes
+every time, the seeds decide the outcome (``seed-dependent``). Two more replays
+swap the seeds to name which one: the random seed with the passing hash seed,
+the hash seed with the passing random seed.
+
+When every run so far failed (the isolation arm ran from one fork server, under
+one hash seed), a few processes with hash seeds of their own first decide
+whether a hash seed passes; only then is a test that always failed called a
+real break. The phase runs before the timing phase when the fresh runs already
+hold a failure and a pass, and otherwise after it, as a refinement of its
+finding (``deterministic``, ``flaky`` or ``inconclusive``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Sequence
+from typing import Optional
+
+from flakewarden.model.verdicts import DETERMINISTIC, FLAKY, INCONCLUSIVE, SEED_DEPENDENT
+from flakewarden.stress import stats
+from flakewarden.stress.arm import Arm, Sample
+from flakewarden.stress.forkserver import HASH_SEED, draw_hash_seed
+from flakewarden.stress.knobs import RANDOM_SEED_VARIABLE
+from flakewarden.stress.phase import (
+    Finding,
+    PhaseContext,
+    PhaseEvidence,
+    PhaseResult,
+    also_non_idempotent,
+)
+from flakewarden.stress.runs import NO_RANDOMLY, Job
+
+CONFIRM_PROCESSES = 5  # fresh processes per replayed pair of seeds: p = 1/252 for 5 against 5
+SWEEP_PROCESSES = 8  # processes with hash seeds of their own, when every run failed
+REFINES = (DETERMINISTIC, FLAKY, INCONCLUSIVE)
+# Arms whose runs replay as they ran: no knob, a fresh process or its in-process repeats.
+REPLAYABLE = {("isolation", "baseline"), ("isolation", "in-process"), ("timing", "baseline")}
+#: What each kind of seed dependence is called where a reader meets it.
+KINDS = {
+    "random": "the random seed (the draws of random, numpy or a library's own generator)",
+    "hash": "the hash seed (set or str-keyed dict iteration order)",
+    "pair": "the random seed and the hash seed together",
+    "either": "the random seed or the hash seed, each alone",
+}
+
+
+def _seeded(arms: Sequence[Arm]) -> list[Sample]:
+    """Runs that replay from their seeds, first runs before in-process repeats."""
+    runs = [
+        s
+        for arm in arms
+        if (arm.phase, arm.knob) in REPLAYABLE
+        for s in arm.samples
+        if s.random_seed is not None and s.hash_seed is not None
+    ]
+    return sorted(runs, key=lambda s: s.iteration > 0)
+
+
+def early_applies(ctx: PhaseContext) -> bool:
+    """Before the timing phase: the fresh runs hold a seeded failure and a seeded pass."""
+    if ctx.facts.drawn or ctx.facts.always_fails:
+        return False
+    runs = _seeded(ctx.arms)
+    return any(s.failed for s in runs) and any(not s.failed for s in runs)
+
+
+def refine_applies(ctx: PhaseContext) -> bool:
+    """After a finding that a seed could explain, when the phase has not run yet."""
+    finding = ctx.finding
+    if ctx.facts.drawn or finding is None or finding.verdict not in REFINES:
+        return False
+    return any(s.failed for s in _seeded(ctx.arms))
+
+
+def _job(ctx: PhaseContext, knob: str, random_seed: int, hash_seed: int) -> Job:
+    env = {RANDOM_SEED_VARIABLE: str(random_seed), HASH_SEED: str(hash_seed)}
+    return Job("draws", knob, [ctx.test_id], 1, NO_RANDOMLY, env=env)
+
+
+def _replay(
+    ctx: PhaseContext, found: PhaseEvidence, pairs: dict[str, tuple[int, int]]
+) -> dict[str, Arm]:
+    """Each named pair of (random seed, hash seed) in ``CONFIRM_PROCESSES`` fresh processes."""
+    jobs = [
+        _job(ctx, name, r, h) for name, (r, h) in pairs.items() for _ in range(CONFIRM_PROCESSES)
+    ]
+    results = ctx.run(jobs, ctx.options.cores)
+    arms = {}
+    for index, (name, (r, h)) in enumerate(pairs.items()):
+        arm = Arm("draws", name, command=_command(ctx, r, h))
+        found.arms.append(arm)
+        part = results[index * CONFIRM_PROCESSES : (index + 1) * CONFIRM_PROCESSES]
+        arms[name] = found.tally(arm, part)
+    return arms
+
+
+def _command(ctx: PhaseContext, random_seed: int, hash_seed: int) -> str:
+    replay = f"{HASH_SEED}={hash_seed} {RANDOM_SEED_VARIABLE}={random_seed}"
+    return ctx.reproduce([ctx.test_id], replay=replay)
+
+
+def _all_fail(arm: Arm) -> bool:
+    return bool(arm.runs) and arm.failures == arm.runs
+
+
+def _all_pass(arm: Arm) -> bool:
+    return bool(arm.runs) and arm.failures == 0
+
+
+def _sweep(ctx: PhaseContext, found: PhaseEvidence) -> list[Sample]:
+    """Every run failed: processes with hash seeds (and random seeds) of their own."""
+    ctx.say(f"draws: every run failed; {SWEEP_PROCESSES} processes with hash seeds of their own")
+    draw = random.SystemRandom()
+    seeds = [(draw.randrange(1, 2**31), draw_hash_seed()) for _ in range(SWEEP_PROCESSES)]
+    jobs = [_job(ctx, "hash-sweep", r, h) for r, h in seeds]
+    arm = Arm("draws", "hash-sweep")
+    found.arms.append(arm)
+    arm = found.tally(arm, ctx.run(jobs, ctx.options.cores))
+    return list(arm.samples)
+
+
+def draws_phase(ctx: PhaseContext) -> PhaseResult:
+    """Replay a failing and a passing pair of seeds; swap them to name the seed that decides."""
+    found = PhaseEvidence(ctx)
+    facts = dataclasses.replace(ctx.facts, drawn=True)
+    runs = _seeded(ctx.arms)
+    if not any(not s.failed for s in runs) and len({s.hash_seed for s in runs}) < SWEEP_PROCESSES:
+        runs += _sweep(ctx, found)
+    failing = next((s for s in runs if s.failed and s.random_seed is not None), None)
+    passing = _passing_for(failing, runs)
+    if failing is None or passing is None:
+        hashes = len({s.hash_seed for s in runs})
+        randoms = len({s.random_seed for s in runs})
+        found.note(
+            f"draws: every run failed, under {randoms} random seeds and {hashes} hash seeds: "
+            "no seed makes it pass"
+        )
+        return found.result(facts=facts)
+    assert failing.random_seed is not None and failing.hash_seed is not None
+    assert passing.random_seed is not None and passing.hash_seed is not None
+    bad = (failing.random_seed, failing.hash_seed)
+    good = (passing.random_seed, passing.hash_seed)
+    ctx.say(f"draws: replaying a failing and a passing pair of seeds ({bad} against {good})")
+    arms = _replay(ctx, found, {"failing-seeds": bad, "passing-seeds": good})
+    p = stats.fisher_greater(
+        arms["passing-seeds"].failures,
+        arms["passing-seeds"].runs,
+        arms["failing-seeds"].failures,
+        arms["failing-seeds"].runs,
+    )
+    decided = _all_fail(arms["failing-seeds"]) and _all_pass(arms["passing-seeds"])
+    if not (decided and p < stats.ALPHA):
+        found.note(
+            f"draws: the failing seeds failed {arms['failing-seeds'].failures}/"
+            f"{arms['failing-seeds'].runs} replays and the passing seeds "
+            f"{arms['passing-seeds'].failures}/{arms['passing-seeds'].runs}: "
+            "the seeds do not decide the outcome"
+        )
+        return found.result(facts=facts)
+    kind = "random"
+    if bad[1] != good[1]:
+        ctx.say("draws: swapping the seeds to name the one that decides")
+        arms.update(
+            _replay(ctx, found, {"random-seed": (bad[0], good[1]), "hash-seed": (good[0], bad[1])})
+        )
+        kind = _kind(arms["random-seed"], arms["hash-seed"])
+    return found.result(_finding(ctx, kind, bad, good, arms, p), facts)
+
+
+def _passing_for(failing: Optional[Sample], runs: Sequence[Sample]) -> Optional[Sample]:
+    """A passing run, under another hash seed than the failing one where there is one."""
+    passes = [s for s in runs if not s.failed and s.random_seed is not None]
+    if failing is None or not passes:
+        return None
+    other = [s for s in passes if s.hash_seed != failing.hash_seed]
+    return (other or passes)[0]
+
+
+def _kind(random_arm: Arm, hash_arm: Arm) -> str:
+    """Which seed carries the failure, from the two swapped replays."""
+    if _all_fail(random_arm) and _all_pass(hash_arm):
+        return "random"
+    if _all_pass(random_arm) and _all_fail(hash_arm):
+        return "hash"
+    if _all_fail(random_arm) and _all_fail(hash_arm):
+        return "either"
+    return "pair"
+
+
+def _finding(
+    ctx: PhaseContext,
+    kind: str,
+    bad: tuple[int, int],
+    good: tuple[int, int],
+    arms: dict[str, Arm],
+    p: float,
+) -> Finding:
+    failing, passing = arms["failing-seeds"], arms["passing-seeds"]
+    if kind == "hash":
+        named = f"{HASH_SEED}={bad[1]} failed {failing.runs}/{failing.runs} fresh processes and "
+        named += (
+            f"{HASH_SEED}={good[1]} passed {passing.runs}/{passing.runs}, whatever the random seed"
+        )
+    elif kind == "random":
+        named = f"random seed {bad[0]} failed {failing.runs}/{failing.runs} fresh processes and "
+        named += f"random seed {good[0]} passed {passing.runs}/{passing.runs}"
+        named += ", whatever the hash seed" if bad[1] != good[1] else ""
+    else:
+        named = (
+            f"the seeds (random {bad[0]}, {HASH_SEED}={bad[1]}) failed {failing.runs}/"
+            f"{failing.runs} fresh processes and (random {good[0]}, {HASH_SEED}={good[1]}) "
+            f"passed {passing.runs}/{passing.runs}"
+        )
+    swapped = {
+        name: {"runs": arm.runs, "failures": arm.failures}
+        for name, arm in arms.items()
+        if name in ("random-seed", "hash-seed")
+    }
+    replay = _command(ctx, *bad)
+    return Finding(
+        SEED_DEPENDENT,
+        f"its failures follow {KINDS[kind]}: {named}. A failure that replays from its seed "
+        "is a reproducible bug, in the code or in the test, not noise; replay it with "
+        f"{HASH_SEED}={bad[1]} {RANDOM_SEED_VARIABLE}={bad[0]} (the command is in "
+        "seeds.replay)" + also_non_idempotent(ctx.facts.non_idempotent),
+        "seed-dependent: a failing pair of seeds failed every replay in a fresh process and a "
+        f"passing pair passed every one (one-sided Fisher p = {p:.3g} < {stats.ALPHA}); "
+        "swapping the seeds named " + KINDS[kind],
+        seeds={
+            "kind": kind,
+            "decides": KINDS[kind],
+            "failing": {"random_seed": bad[0], "hash_seed": bad[1]},
+            "passing": {"random_seed": good[0], "hash_seed": good[1]},
+            "confirm": {
+                "failing": {"runs": failing.runs, "failures": failing.failures},
+                "passing": {"runs": passing.runs, "failures": passing.failures},
+                "p_value": p,
+            },
+            "swapped": swapped,
+            "replay": replay,
+        },
+    )

@@ -1,0 +1,95 @@
+"""``FLAKEWARDEN_RANDOM_SEED``: every generator a run draws from, from one recorded seed.
+
+Real pytest processes with the injected plugin, as stress starts them: the same seed
+draws the same values in two processes (``random``, a ``random.Random()`` made at import
+and one made in the test, a library's own generator reseeded by name), another seed draws
+others, each in-process repeat gets the next seed, and the seed is in each test record.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+from helpers.plugin_runs import run_many, run_plugin
+from helpers.project import make_project
+
+FILES = {
+    # Laid out as Faker keeps its generator: a module-level ``random.Random()`` made at
+    # import, which seeding the ``random`` module does not reach.
+    "fakelib/__init__.py": "",
+    "fakelib/generator.py": """
+        import random as random_module
+
+        random = random_module.Random()
+        """,
+    "made_at_import.py": """
+        import random
+
+        generator = random.Random()
+        """,
+    "test_draws.py": """
+        import random
+
+        import made_at_import
+        from fakelib import generator
+
+
+        def test_draws():
+            values = [
+                random.random(),
+                made_at_import.generator.random(),
+                random.Random().random(),
+                generator.random.random(),
+            ]
+            print("DRAWS", repr(values))
+        """,
+}
+
+
+def _draws(stdout: str) -> list[list[float]]:
+    return [eval(found) for found in re.findall(r"DRAWS (\[.*?\])", stdout)]  # noqa: S307
+
+
+def test_one_seed_draws_the_same_values_in_every_process_and_another_seed_others(
+    tmp_path: Path,
+) -> None:
+    project = make_project(tmp_path / "p", FILES)
+    seeded = {"FLAKEWARDEN_RANDOM_SEED": "4242"}
+    other = {"FLAKEWARDEN_RANDOM_SEED": "4243"}
+    runs = run_many(project, "-s", "-p", "no:randomly", extras=[seeded, seeded, other, {}])
+    draws = [_draws(run.stdout) for run in runs]
+    assert all(len(d) == 1 for d in draws), [run.stdout[-2000:] for run in runs]
+    same, again, changed, unseeded = (d[0] for d in draws)
+    assert same == again  # every one of the four generators replays
+    assert all(a != b for a, b in zip(same, changed))  # and another seed moves every one
+    assert all(a != b for a, b in zip(same, unseeded))
+    # The ``random`` module's draw is exactly what ``random.seed(<seed>)`` gives.
+    assert same[0] == random.Random(4242).random()
+    assert runs[0].tests[0]["seed"] == 4242
+    assert "seed" not in runs[3].tests[0]  # no variable: nothing seeded, nothing recorded
+
+
+def test_each_in_process_repeat_runs_under_the_next_seed(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p", FILES)
+    run = run_plugin(
+        project,
+        "-s",
+        "-p",
+        "no:randomly",
+        extra={"FLAKEWARDEN_RANDOM_SEED": "10", "FLAKEWARDEN_REPEAT": "3"},
+    )
+    assert [t["seed"] for t in run.tests] == [10, 11, 12]
+    draws = _draws(run.stdout)
+    assert [d[0] for d in draws] == [random.Random(s).random() for s in (10, 11, 12)]
+    # The generator made at import was seeded once, from the process's seed: it goes on.
+    assert len({d[1] for d in draws}) == 3
+
+
+def test_a_seed_that_is_not_a_whole_number_is_ignored_and_said(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p", FILES)
+    run = run_plugin(project, "-s", "-p", "no:randomly", extra={"FLAKEWARDEN_RANDOM_SEED": "x;1"})
+    assert run.returncode == 0
+    assert "FLAKEWARDEN_RANDOM_SEED='x;1' is not a whole number: ignored" in run.stderr
+    assert "seed" not in run.tests[0]

@@ -8,6 +8,7 @@ others, each in-process repeat gets the next seed, and the seed is in each test 
 
 from __future__ import annotations
 
+import ast
 import random
 import re
 from pathlib import Path
@@ -49,7 +50,7 @@ FILES = {
 
 
 def _draws(stdout: str) -> list[list[float]]:
-    return [eval(found) for found in re.findall(r"DRAWS (\[.*?\])", stdout)]  # noqa: S307
+    return [ast.literal_eval(found) for found in re.findall(r"DRAWS (\[.*?\])", stdout)]
 
 
 def test_one_seed_draws_the_same_values_in_every_process_and_another_seed_others(

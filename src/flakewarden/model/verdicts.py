@@ -60,6 +60,11 @@ NEEDS_BOUND = (FLAKY, NOT_REPRODUCIBLE)
 # policy allows (the digest never calls its quarantine "refused").
 NAMES_A_FIX = (DETERMINISTIC, RACE)
 
+# The kinds of seed dependence the draws phase names (``stress/draws.py``): the random seed,
+# the hash seed, both together, either alone. Each replays from its seeds, so it is a bug in
+# the code or in the test, and its verdict never allows a quarantine.
+DRAW_KINDS = ("random", "hash", "pair", "either")
+
 # What one runner proves is not undone by another's clean runs: when stress shards of
 # one test disagree, the first of these that any shard found is the merged verdict.
 PRECEDENCE = (DETERMINISTIC, RACE, ORDER_DEPENDENT, SEED_DEPENDENT, NON_IDEMPOTENT)

@@ -16,16 +16,13 @@ from typing import Any, Optional
 
 from flakewarden.errors import ReportError
 from flakewarden.model.verdicts import (
+    DRAW_KINDS,
     NEEDS_BOUND,
     QUARANTINE_ALLOWED,
     RACE,
     SEED_DEPENDENT,
     VERDICTS,
 )
-
-# The kinds of seed dependence the draws phase names (``draws.KINDS``): each replays from
-# its seeds, so it is a bug in the code or the test and never allows a quarantine.
-DRAW_KINDS = ("random", "hash", "pair", "either")
 from flakewarden.stress.arm import Arm, Sample
 from flakewarden.stress.knobs import DESCRIPTIONS
 

@@ -91,6 +91,11 @@ ROWS = {
         (),
         QuarantinePolicy(allowed_verdicts=("seed-dependent",)),
     ),
+    "a seed that replays refuses even where the policy lists seed-dependent": Row(
+        marker(verdict="seed-dependent", verdict_bound=None, verdict_quarantine_allowed=False),
+        ("'seed-dependent' on the random or hash seed: it replays from its seed every time",),
+        QuarantinePolicy(allowed_verdicts=("seed-dependent",)),
+    ),
     "too old": Row(
         marker(verdict_at=(NOW - dt.timedelta(days=15)).isoformat()),
         ("15 days old; the policy accepts at most 14",),

@@ -14,7 +14,13 @@ from typing import Any, Optional
 
 from flakewarden.config import QuarantinePolicy
 from flakewarden.model.scores import BROKEN, TestScore
-from flakewarden.model.verdicts import INCONCLUSIVE, NEEDS_BOUND, NEVER_QUARANTINE, RACE
+from flakewarden.model.verdicts import (
+    INCONCLUSIVE,
+    NEEDS_BOUND,
+    NEVER_QUARANTINE,
+    RACE,
+    SEED_DEPENDENT,
+)
 from flakewarden.quarantine.known_races import race_entry, race_entry_for
 
 # The marker keeps the last outcomes of a quarantined test ("p" passed, "f" failed), newest last.
@@ -174,6 +180,11 @@ def unmet_conditions(
                         f"{policy.verdict_max_age_days:g} (quarantine_policy.verdict_max_age_days)"
                         "; stress it again"
                     )
+    if verdict == SEED_DEPENDENT and marker.get("verdict_quarantine_allowed") is False:
+        unmet.append(
+            "its stress verdict is 'seed-dependent' on the random or hash seed: it replays from "
+            "its seed every time, a bug in the code or the test to fix, never quarantined"
+        )
     if verdict is not None:
         # Relaxing the verdict's presence never admits a recorded one that bounds nothing.
         unmet += bound_conditions(verdict, marker, policy)

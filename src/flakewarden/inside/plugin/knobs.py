@@ -10,12 +10,12 @@ when none is set.
 from __future__ import annotations
 
 import os
-import sys
 from types import ModuleType
 from typing import Any, Callable, Optional, TypeVar
 
 from . import concurrency, event_loop
 from .recorder import CONCURRENCY_ATTRIBUTE
+from .variables import read as _read
 
 try:  # pytest is running us; a bare interpreter (the 3.9 load check) has none
     import pytest
@@ -36,16 +36,6 @@ CONCURRENCY = "FLAKEWARDEN_CONCURRENCY"
 _Parsed = TypeVar("_Parsed")
 _facts = False  # ``concurrency`` was installed for the facts
 _yields: Optional[ModuleType] = None  # the ``yields`` module, imported when the knob is set
-
-
-def _read(name: str, parse: Callable[[str], Optional[_Parsed]], form: str) -> Optional[_Parsed]:
-    text = os.environ.get(name, "")
-    if not text.strip():
-        return None
-    parsed = parse(text)
-    if parsed is None:
-        sys.stderr.write(f"flakewarden: {name}={text!r} is not {form}: ignored\n")
-    return parsed
 
 
 class Said:

@@ -23,12 +23,12 @@ where pytest-randomly reseeds (its seed decides then) or without the variable.
 
 from __future__ import annotations
 
-import os
 import random
 import sys
 from typing import Any, Callable, Optional
 
 from .recorder import SEED_ATTRIBUTE
+from .variables import read
 
 VARIABLE = "FLAKEWARDEN_RANDOM_SEED"
 __all__ = ["SEED_ATTRIBUTE", "VARIABLE", "configure", "current", "run_starts", "unconfigure"]
@@ -50,14 +50,8 @@ def parse(text: str) -> Optional[int]:
 def configure(config: Any) -> Optional[int]:
     """Install the seeding when the variable asks and pytest-randomly does not reseed."""
     global _base, _stream, _original_seed
-    text = os.environ.get(VARIABLE, "")
-    if not text.strip():
-        return None
-    seed = parse(text)
-    if seed is None:
-        sys.stderr.write(f"flakewarden: {VARIABLE}={text!r} is not a whole number: ignored\n")
-        return None
-    if _randomly_reseeds(config):
+    seed = read(VARIABLE, parse, "a whole number")
+    if seed is None or _randomly_reseeds(config):
         return None
     _base = seed
     _stream = random.Random(f"flakewarden:import:{seed}")  # for what is made before a test

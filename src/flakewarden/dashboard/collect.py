@@ -116,35 +116,72 @@ def _since_quarantined(store: HistoryStore, strip: Sequence[int], keys: set[str]
     return streak
 
 
-def collect(store: HistoryStore, options: DashboardOptions) -> dict[str, Any]:
-    """The dashboard's data, plain and JSON-able."""
-    selection, scores = score_window(
-        store,
-        options.window,
-        options.branch,
-        options.branch_source,
-        options.min_runs,
-        now=options.now,
-    )
+@dataclasses.dataclass(frozen=True)
+class _Shown:
+    """The runs the dashboard shows: the branch's strip (oldest first) and trend weeks."""
+
+    every: list[HistoryRun]  # every run, newest first
+    repository: str
+    strip: list[HistoryRun]
+    trend: list[HistoryRun]
+    trend_weeks: list[str]
+
+
+def _shown(store: HistoryStore, branch: str) -> _Shown:
     every = store.runs()  # newest first
-    branch_runs = [
-        r for r in every if r.context.branch == options.branch and not is_pull_request(r)
-    ]
-    newest = every[0] if every else None
-    repository = newest.context.repository if newest else ""
-    strip_runs = list(reversed(branch_runs[:STRIP_RUNS]))  # oldest first
+    branch_runs = [r for r in every if r.context.branch == branch and not is_pull_request(r)]
+    repository = every[0].context.repository if every else ""
     trend_start = ""
     if branch_runs:
         last = _week(branch_runs[0].context.started_at)
         if last:
             start = dt.date.fromisoformat(last) - dt.timedelta(weeks=TREND_WEEKS - 1)
             trend_start = start.isoformat()
-    trend_runs = [r for r in branch_runs if _week(r.context.started_at) >= trend_start]
-    trend_weeks = sorted({_week(r.context.started_at) for r in trend_runs} - {""})
+    trend = [r for r in branch_runs if _week(r.context.started_at) >= trend_start]
+    trend_weeks = sorted({_week(r.context.started_at) for r in trend} - {""})
+    strip = list(reversed(branch_runs[:STRIP_RUNS]))  # oldest first
+    return _Shown(every, repository, strip, trend, trend_weeks)
 
+
+def _score_fields(score: TestScore) -> dict[str, Any]:
+    low, high = score.interval
+    pr = score.pull_requests
+    return {
+        "state": score.state,
+        "rate": round(score.rate, 6),
+        "lo": round(low, 6),
+        "hi": round(high, 6),
+        "runs": score.runs,
+        "fa": score.first_attempt_failures,
+        "flaky": score.flaky_runs,
+        "hard": score.hard_failures,
+        "pr": [pr.first_attempt_failures, pr.runs],
+        "first_seen": score.first_seen,
+        "last_seen": score.last_seen,
+        "rose": score.rose,
+    }
+
+
+def _trend(own: dict[int, str], week_of: dict[int, str], weeks: list[str]) -> list[list[int]]:
+    """Per trend week: [first attempts failed, runs] of one test (skips left out)."""
+    trend: dict[str, list[int]] = {w: [0, 0] for w in weeks}
+    for run, letter in own.items():
+        week = week_of.get(run)
+        if week in trend and letter != "s":
+            trend[week][1] += 1
+            trend[week][0] += letter in "xfq"
+    return [trend[w] for w in weeks]
+
+
+def _test_rows(
+    store: HistoryStore,
+    shown: _Shown,
+    scores: dict[str, TestScore],
+    names: dict[str, int],
+) -> list[dict[str, Any]]:
+    """One row per test shown: the flakiest scored, then the quarantined ones."""
     ranked = _ranked(scores)
-    names = timeline.test_numbers(store)
-    strip_ids = timeline.run_numbers(store, strip_runs)
+    strip_ids = timeline.run_numbers(store, shown.strip)
     quarantined_now = failures.quarantined(store, strip_ids[-1]) if strip_ids else set()
     wanted = [s.test_id for s in ranked]
     by_key = {id_key(name): name for name in names}
@@ -153,55 +190,35 @@ def collect(store: HistoryStore, options: DashboardOptions) -> dict[str, Any]:
     ]
     wanted = wanted[:MAX_TESTS]
     numbers = [names[t] for t in wanted if t in names]
-
-    run_map = {r.run_key: r for r in [*strip_runs, *trend_runs]}
+    run_map = {r.run_key: r for r in [*shown.strip, *shown.trend]}
     all_runs = list(run_map.values())
-    all_ids = timeline.run_numbers(store, all_runs)
-    id_of = dict(zip([r.run_key for r in all_runs], all_ids))
-    letters = timeline.cells(store, all_ids, numbers)
+    id_of = dict(zip([r.run_key for r in all_runs], timeline.run_numbers(store, all_runs)))
+    letters = timeline.cells(store, list(id_of.values()), numbers)
     streaks = _since_quarantined(store, strip_ids, quarantined_now)
-    week_of = {id_of[r.run_key]: _week(r.context.started_at) for r in trend_runs}
-
-    tests = []
+    week_of = {id_of[r.run_key]: _week(r.context.started_at) for r in shown.trend}
+    rows = []
     for test_id in wanted:
         number = names.get(test_id)
         own = letters.get(number, {}) if number is not None else {}
-        score = scores.get(test_id)
-        trend: dict[str, list[int]] = {w: [0, 0] for w in trend_weeks}
-        for run, letter in own.items():
-            week = week_of.get(run)
-            if week in trend and letter != "s":
-                trend[week][1] += 1
-                trend[week][0] += letter in "xfq"
-        key = id_key(test_id)
         row: dict[str, Any] = {
             "i": test_id,
             "strip": "".join(own.get(run, "n") for run in strip_ids),
-            "trend": [trend[w] for w in trend_weeks],
-            "issue": issue_url(repository, test_id),
+            "trend": _trend(own, week_of, shown.trend_weeks),
+            "issue": issue_url(shown.repository, test_id),
         }
+        score = scores.get(test_id)
         if score is not None:
-            low, high = score.interval
-            pr = score.pull_requests
-            row.update(
-                state=score.state,
-                rate=round(score.rate, 6),
-                lo=round(low, 6),
-                hi=round(high, 6),
-                runs=score.runs,
-                fa=score.first_attempt_failures,
-                flaky=score.flaky_runs,
-                hard=score.hard_failures,
-                pr=[pr.first_attempt_failures, pr.runs],
-                first_seen=score.first_seen,
-                last_seen=score.last_seen,
-                rose=score.rose,
-            )
+            row.update(_score_fields(score))
+        key = id_key(test_id)
         if key in streaks:
-            first = strip_runs[len(strip_runs) - streaks[key]]
+            first = shown.strip[len(shown.strip) - streaks[key]]
             row["quarantined"] = {"runs": streaks[key], "since": first.context.started_at}
-        tests.append(row)
+        rows.append(row)
+    return rows
 
+
+def _groups(store: HistoryStore, names: dict[str, int]) -> tuple[list[dict[str, Any]], int]:
+    """The failures of every test grouped by signature, and how many failures were kept."""
     run_info = {
         number: (str(started or ""), _url(repository_of, run_id))
         for number, started, repository_of, run_id in store.read(
@@ -215,30 +232,47 @@ def collect(store: HistoryStore, options: DashboardOptions) -> dict[str, Any]:
         {number: name for name, number in names.items()},
         run_info,
     )
+    return groups, len(found)
+
+
+def collect(store: HistoryStore, options: DashboardOptions) -> dict[str, Any]:
+    """The dashboard's data, plain and JSON-able."""
+    selection, scores = score_window(
+        store,
+        options.window,
+        options.branch,
+        options.branch_source,
+        options.min_runs,
+        now=options.now,
+    )
+    shown = _shown(store, options.branch)
+    names = timeline.test_numbers(store)
+    groups, kept = _groups(store, names)
     counts = store.counts()
+    share = options.window.fell_over_share
     return {
-        "repository": repository,
+        "repository": shown.repository,
         "branch": options.branch,
         "generated_at": (options.now or dt.datetime.now(dt.timezone.utc)).isoformat(
             timespec="seconds"
         ),
         "window": selection.info.to_json(),
         "counts": {"runs": counts[0], "tests": counts[1], "entries": counts[2]},
-        "weeks": weeks(every, options.window.fell_over_share),
+        "weeks": weeks(shown.every, share),
         "strip_runs": [
             {
                 "at": r.context.started_at,
                 "url": run_url(r),
                 "commit": r.context.commit[:10],
-                "fell_over": fell_over(r, options.window.fell_over_share),
+                "fell_over": fell_over(r, share),
             }
-            for r in strip_runs
+            for r in shown.strip
         ],
-        "trend_weeks": trend_weeks,
-        "tests": tests,
+        "trend_weeks": shown.trend_weeks,
+        "tests": _test_rows(store, shown, scores, names),
         "scored": len(scores),
         "groups": groups,
-        "failures_kept": len(found),
+        "failures_kept": kept,
     }
 
 

@@ -9,18 +9,25 @@ first), which is plenty to name its causes.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, NamedTuple, Optional
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, Optional, Protocol
 
 from flakewarden.model import RunReport
 from flakewarden.model.signatures import Signature, signature
 
-if TYPE_CHECKING:
-    from flakewarden.history.store import HistoryStore
-
 MAX_PER_RUN = 1_000
 EXAMPLE_LIMIT = 8_000  # characters of a signature's example traceback (its end: the raise)
 MESSAGE_LIMIT = 500
+
+
+class Reader(Protocol):
+    """What the readers below need of the store (``HistoryStore.read``): rows of a query.
+
+    The store writes through ``write_failures``; naming only this here keeps the two
+    modules from importing each other.
+    """
+
+    def read(self, query: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
 
 class Failure(NamedTuple):
@@ -89,7 +96,7 @@ def write_failures(
         )
 
 
-def failures(store: HistoryStore, runs: Optional[Iterable[int]] = None) -> list[Failure]:
+def failures(store: Reader, runs: Optional[Iterable[int]] = None) -> list[Failure]:
     """Every failure kept, or only those of the given runs (database ids)."""
     query = "SELECT run, test, attempt, signature, message FROM failures"
     if runs is None:
@@ -103,7 +110,7 @@ def failures(store: HistoryStore, runs: Optional[Iterable[int]] = None) -> list[
     return found
 
 
-def signatures(store: HistoryStore, numbers: Iterable[int]) -> dict[int, SignatureRow]:
+def signatures(store: Reader, numbers: Iterable[int]) -> dict[int, SignatureRow]:
     """The signatures of the given ids, with their example traceback."""
     found: dict[int, SignatureRow] = {}
     chosen = list(dict.fromkeys(numbers))
@@ -119,6 +126,6 @@ def signatures(store: HistoryStore, numbers: Iterable[int]) -> dict[int, Signatu
     return found
 
 
-def quarantined(store: HistoryStore, run: int) -> set[str]:
+def quarantined(store: Reader, run: int) -> set[str]:
     """The id keys (``model.id_key``) of the tests quarantined when ``run`` ran."""
     return {key for (key,) in store.read("SELECT test_key FROM quarantined WHERE run = ?", [run])}

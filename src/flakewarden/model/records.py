@@ -48,6 +48,9 @@ class TestRecord:
     # Stress runs (``FLAKEWARDEN_RANDOM_SEED``): the seed this run's random generators drew
     # from; None when the plugin did not seed them.
     random_seed: Optional[int] = None
+    # Localisation runs (``FLAKEWARDEN_LINES``): how often each line of the project's code
+    # ran, by file (relative to the rootdir) and line number; None when not counted.
+    lines: Optional[dict[str, dict[int, int]]] = None
 
     @property
     def outcome(self) -> AttemptOutcome:
@@ -148,7 +151,22 @@ class TestRecord:
             crash=str(data.get("crash") or ""),
             **_concurrency(data.get("concurrency")),
             random_seed=_seed(data.get("seed")),
+            lines=_lines(data.get("lines")),
         )
+
+
+def _lines(data: Any) -> Optional[dict[str, dict[int, int]]]:
+    """A run's line counts, keeping only well-formed entries (a file name, a line, a count)."""
+    if not isinstance(data, dict):
+        return None
+    found: dict[str, dict[int, int]] = {}
+    for file, counts in data.items():
+        if not isinstance(file, str) or not isinstance(counts, dict):
+            continue
+        for line, count in counts.items():
+            if isinstance(line, str) and line.isdigit() and type(count) is int and count > 0:
+                found.setdefault(file, {})[int(line)] = count
+    return found
 
 
 def _seed(value: Any) -> Optional[int]:

@@ -12,7 +12,7 @@ one: which seed the failures follow, which lines they ran.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, Optional
 
 from flakewarden.stress import stats
@@ -31,6 +31,8 @@ class Sample(NamedTuple):
     failed: bool
     random_seed: Optional[int] = None
     hash_seed: Optional[int] = None
+    # how often each line of the project's code ran, by file and line (localisation runs)
+    lines: Optional[Mapping[str, Mapping[int, int]]] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,6 +31,9 @@ claimed the run (``_active``), so that a stress seed replays by hand.
   factory_boy and model_bakery, and every generator made without a seed, from
   ``<seed> + <iteration>``, and records that seed in its ``test`` record (``seed``).
   Nothing where pytest-randomly reseeds.
+- ``FLAKEWARDEN_LINES``: ``1`` adds ``lines`` to each ``test`` record (``lines``): how often
+  each line of the project's code ran during the test's window, by file (relative to the
+  rootdir) and line, for localisation.
 - ``FLAKEWARDEN_CONCURRENCY``: ``1`` adds ``concurrency`` to each ``test`` record (below);
   nothing is patched without it.
 - ``FLAKEWARDEN_REPEAT``: repeat each selected test this many times inside the
@@ -112,7 +115,12 @@ _collected = False  # the ``collected`` record was written
 _files: dict[str, None] = {}  # the test modules collected (their node ids), in order
 OWNER_VARIABLE = "FLAKEWARDEN_OWNER_PID"
 _LOADED = time.time()  # pytest imported us: its own start-up is over by then
-_KNOBS = ("FLAKEWARDEN_YIELD", "FLAKEWARDEN_ASYNCIO", "FLAKEWARDEN_CONCURRENCY")
+_KNOBS = (
+    "FLAKEWARDEN_YIELD",
+    "FLAKEWARDEN_ASYNCIO",
+    "FLAKEWARDEN_CONCURRENCY",
+    "FLAKEWARDEN_LINES",
+)
 SEED_VARIABLE = "FLAKEWARDEN_RANDOM_SEED"
 
 

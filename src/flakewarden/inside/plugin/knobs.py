@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any, Callable, Optional, TypeVar
 
 from . import concurrency, event_loop
-from .recorder import CONCURRENCY_ATTRIBUTE
+from .recorder import CONCURRENCY_ATTRIBUTE, LINES_ATTRIBUTE
 from .variables import read as _read
 
 try:  # pytest is running us; a bare interpreter (the 3.9 load check) has none
@@ -33,9 +33,11 @@ except ImportError:  # pragma: no cover
 YIELD = "FLAKEWARDEN_YIELD"
 ASYNCIO = "FLAKEWARDEN_ASYNCIO"
 CONCURRENCY = "FLAKEWARDEN_CONCURRENCY"
+LINES = "FLAKEWARDEN_LINES"
 _Parsed = TypeVar("_Parsed")
 _facts = False  # ``concurrency`` was installed for the facts
 _yields: Optional[ModuleType] = None  # the ``yields`` module, imported when the knob is set
+_lines: Optional[ModuleType] = None  # the ``lines`` module, imported when lines are counted
 
 
 class Said:
@@ -60,17 +62,23 @@ class Knobs:
     test a generator and a result object, and the facts are meant to cost next to nothing.
     """
 
-    def __init__(self, facts: bool, yields: Optional[ModuleType]) -> None:
+    def __init__(
+        self, facts: bool, yields: Optional[ModuleType], lines: Optional[ModuleType] = None
+    ) -> None:
         self.facts = facts
         self.yields = yields  # the ``yields`` module when its knob is on
+        self.lines = lines  # the ``lines`` module when lines are counted
         self.open = False
         self.pending: Optional[dict[str, int]] = None  # the facts of the test that just ended
+        self.pending_lines: Optional[dict[str, dict[str, int]]] = None
 
     @_first
     def pytest_runtest_setup(self, item: Any) -> None:
         self.open = True
         if self.facts:
             concurrency.window_opens()
+        if self.lines is not None:
+            self.lines.start()
         if self.yields is not None:
             self.yields.start()
 
@@ -84,6 +92,8 @@ class Knobs:
         self.open = False
         if self.yields is not None:
             self.yields.stop()
+        if self.lines is not None:
+            self.pending_lines = self.lines.stop()
         if self.facts:
             self.pending = concurrency.window_closes()
 
@@ -96,11 +106,14 @@ class Knobs:
         if self.pending is not None:
             setattr(report, CONCURRENCY_ATTRIBUTE, self.pending)
             self.pending = None
+        if self.pending_lines is not None:
+            setattr(report, LINES_ATTRIBUTE, self.pending_lines)
+            self.pending_lines = None
 
 
 def configure(config: Any, plugin_dir: str) -> None:
     """Set up what the environment asks for; register ``Knobs`` when anything is."""
-    global _facts, _yields
+    global _facts, _yields, _lines
     facts = os.environ.get(CONCURRENCY) == "1"
     yield_knob = None
     if os.environ.get(YIELD, "").strip():
@@ -108,7 +121,8 @@ def configure(config: Any, plugin_dir: str) -> None:
 
         yield_knob = _read(YIELD, yields.parse, "<seed>:<probability>")
     asyncio_knob = _read(ASYNCIO, event_loop.parse, "<seed> or <seed>:<jitter_ms>")
-    if not facts and yield_knob is None and asyncio_knob is None:
+    count_lines = os.environ.get(LINES) == "1"
+    if not facts and yield_knob is None and asyncio_knob is None and not count_lines:
         return
     if facts:
         concurrency.install()
@@ -116,21 +130,30 @@ def configure(config: Any, plugin_dir: str) -> None:
     if facts or asyncio_knob is not None:
         event_loop.install(facts, asyncio_knob)
     said = []
+    how = ""
     if yield_knob is not None:
         _yields = yields
         how = yields.configure(*yield_knob, str(config.rootpath), plugin_dir)
         said.append(f"yield seed {yield_knob[0]}, probability {yield_knob[1]:g} ({how})")
     if asyncio_knob is not None:
         said.append(f"asyncio seed {asyncio_knob[0]}, jitter {asyncio_knob[1]:g} ms")
+    if count_lines:
+        from . import lines  # compiled only when lines are counted
+
+        lines.configure(str(config.rootpath), plugin_dir, how == "sys.settrace")
+        _lines = lines
     if said:
         config.pluginmanager.register(Said("flakewarden: " + "; ".join(said), _yields))
-    if facts or _yields is not None:
-        config.pluginmanager.register(Knobs(facts, _yields), "flakewarden-knobs")
+    if facts or _yields is not None or _lines is not None:
+        config.pluginmanager.register(Knobs(facts, _yields, _lines), "flakewarden-knobs")
 
 
 def unconfigure() -> None:
     """Undo ``configure``: nothing of ours stays patched after the session."""
-    global _facts, _yields
+    global _facts, _yields, _lines
+    if _lines is not None:
+        _lines.unconfigure()
+        _lines = None
     if _yields is not None:
         _yields.unconfigure()
         _yields = None

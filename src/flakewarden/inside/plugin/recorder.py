@@ -18,6 +18,7 @@ RETRIES_ATTRIBUTE = "flakewarden_retries"
 # The applicability facts of a test's phases (``knobs``), on its teardown's report.
 CONCURRENCY_ATTRIBUTE = "flakewarden_concurrency"
 SEED_ATTRIBUTE = "flakewarden_seed"  # the run's random seed (``seeds``)
+LINES_ATTRIBUTE = "flakewarden_lines"  # the run's line counts (``lines``)
 
 
 def clip(text: str) -> str:
@@ -45,6 +46,7 @@ class Recorder:
         self.locations: dict[str, Any] = {}
         self.concurrency: dict[str, Any] = {}
         self.seeds: dict[str, int] = {}
+        self.lines: dict[str, Any] = {}
 
     def write(self, record: dict[str, Any]) -> None:
         self.emit(_encode(record))
@@ -90,6 +92,9 @@ class Recorder:
             self.reports[report.nodeid] = report
         if hasattr(report, "wasxfail"):
             phase["wasxfail"] = True
+        lines = getattr(report, LINES_ATTRIBUTE, None)
+        if isinstance(lines, dict):
+            self.lines[report.nodeid] = lines
         seed = getattr(report, SEED_ATTRIBUTE, None)
         if isinstance(seed, int):
             self.seeds[report.nodeid] = seed
@@ -125,6 +130,7 @@ class Recorder:
         stdout, stderr = self.captured.pop(nodeid, ("", ""))
         concurrency = self.concurrency.pop(nodeid, None)
         seed = self.seeds.pop(nodeid, None)
+        lines = self.lines.pop(nodeid, None)
         self.write(
             {
                 "kind": "test",
@@ -141,6 +147,7 @@ class Recorder:
                 **({"subtests": subtests} if subtests else {}),
                 **({"concurrency": concurrency} if concurrency is not None else {}),
                 **({"seed": seed} if seed is not None else {}),
+                **({"lines": lines} if lines is not None else {}),
                 **({"unfinished": self.interrupted or "the session ended"} if unfinished else {}),
             }
         )

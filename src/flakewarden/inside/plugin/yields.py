@@ -265,6 +265,9 @@ class _Tracing:
 
     def tracer(self, draws: _Draws) -> Callable[..., Any]:
         places = self.places
+        # One trace function per thread: it counts lines too when ``lines`` asks it to.
+        lines: Any = sys.modules.get(f"{__package__}.lines")
+        count_lines = lines is not None and lines.piggyback
 
         def opcodes(frame: Any, event: str, arg: Any) -> Any:
             if event == "opcode":
@@ -275,6 +278,8 @@ class _Tracing:
                         frame.f_trace = None
                         return None
                     draws.pause()
+            elif event == "line" and lines.counting():
+                lines.hit(frame.f_code.co_filename, frame.f_lineno)
             return opcodes
 
         def calls(frame: Any, event: str, arg: Any) -> Any:
@@ -282,7 +287,7 @@ class _Tracing:
                 sys.settrace(None)
                 return None
             if places(frame.f_code.co_filename):
-                frame.f_trace_lines = False
+                frame.f_trace_lines = count_lines
                 frame.f_trace_opcodes = True
                 return opcodes
             return None

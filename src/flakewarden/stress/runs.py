@@ -345,7 +345,14 @@ class StressProcesses:
                     continue
                 failed = outcome.is_failure
                 samples.append(
-                    Sample(result.number, record.iteration, failed, record.random_seed, hash_seed)
+                    Sample(
+                        result.number,
+                        record.iteration,
+                        failed,
+                        record.random_seed,
+                        hash_seed,
+                        record.lines,
+                    )
                 )
                 if failed and first is None:
                     first = self._failure(

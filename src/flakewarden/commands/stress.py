@@ -110,6 +110,11 @@ def _show(verdict: Verdict, report_dir: Path) -> None:
     print(f"{one_line(verdict.test_id)}: {verdict.verdict} (quarantine {allowed})")
     print(f"  {one_line(verdict.reason)}")
     print(f"  rule: {one_line(verdict.rule)}")
+    for suspect in verdict.suspects[:3]:
+        print(
+            f"  where: {one_line(suspect.location)} ({suspect.score:.2f}) "
+            f"{one_line(suspect.text)}: {one_line(suspect.evidence)}"
+        )
     print(f"  evidence: {report_dir / 'verdict.md'}")
     entry = verdict.known_race_entry()
     if verdict.verdict == RACE and entry:

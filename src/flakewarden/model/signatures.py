@@ -99,6 +99,27 @@ def innermost_frame(longrepr: str) -> str:
     return found
 
 
+def project_frames(longrepr: str) -> list[tuple[str, int]]:
+    """``(path, line)`` of each frame of the project's code in a traceback, innermost last.
+
+    The paths are as pytest shows them (relative to its rootdir); localisation reads the
+    same frames a signature's innermost one comes from.
+    """
+    found: list[tuple[str, int]] = []
+    for line in longrepr.splitlines():
+        native = _NATIVE_LOCATION.match(line)
+        if native:
+            if _project_path(native["path"]):
+                found.append((native["path"].replace("\\", "/"), int(native["line"])))
+            continue
+        location = _PYTEST_LOCATION.match(line)
+        if location and not line.startswith((" ", "E ")):
+            path = location["path"]
+            if _project_path(path) and path.endswith(".py"):
+                found.append((path.replace("\\", "/"), int(location["line"])))
+    return found
+
+
 def _from_text(longrepr: str, message: str) -> tuple[str, str]:
     """The exception's name and message read from a traceback's ``E`` lines."""
     for line in longrepr.splitlines():

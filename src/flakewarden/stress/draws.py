@@ -140,10 +140,12 @@ def draws_phase(ctx: PhaseContext) -> PhaseResult:
     if failing is None or passing is None:
         hashes = len({s.hash_seed for s in runs})
         randoms = len({s.random_seed for s in runs})
-        found.note(
-            f"draws: every run failed, under {randoms} random seeds and {hashes} hash seeds: "
-            "no seed makes it pass"
-        )
+        clause = f"under {randoms} random seeds and {hashes} hash seeds"
+        found.note(f"draws: every run failed, {clause}: no seed makes it pass")
+        if ctx.finding is not None and ctx.finding.verdict == DETERMINISTIC:
+            # The fresh runs differed in everything a new interpreter draws: the claim holds.
+            reason = f"{ctx.finding.reason.rstrip('.')}; it failed {clause}"
+            return found.result(dataclasses.replace(ctx.finding, reason=reason), facts)
         return found.result(facts=facts)
     assert failing.random_seed is not None and failing.hash_seed is not None
     assert passing.random_seed is not None and passing.hash_seed is not None

@@ -69,6 +69,8 @@ from flakewarden.stress.probe import ProbeResult, run_probe
 from flakewarden.stress.runs import Say, StressOptions, StressProcesses, environment, now_iso
 from flakewarden.stress.timing import timing_phase
 from flakewarden.stress.verdict import Arm, Failure, Verdict
+from flakewarden.stress.where import applies as where_applies
+from flakewarden.stress.where import where_phase
 
 __all__ = [
     "BREAK",
@@ -99,7 +101,10 @@ TIMING = Phase("timing", timing_phase)
 # The phases after the probe, in the order above: what ``flakewarden stress`` runs.
 PHASES = (ISOLATION, SEED_FIRST, REPEATS, BREAK, ORDER, SEED, DRAWS, TIMING)
 # Run after the finding, each when it applies to it; a finding one returns replaces it.
-REFINERS = (Phase("draws-after", draws_phase, refine_applies),)
+REFINERS = (
+    Phase("draws-after", draws_phase, refine_applies),
+    Phase("where", where_phase, where_applies),
+)
 
 
 def _quiet(line: str) -> None:
@@ -215,6 +220,7 @@ class _Engine:
             evidence.facts,
             tuple(evidence.arms),
             finding,
+            evidence.first_failure,
         )
 
     def _refine(
@@ -275,5 +281,6 @@ class _Engine:
             notes=evidence.notes,
             power=dict(finding.power),
             load=dict(finding.load),
+            where=dict(finding.where),
             launcher=self.processes.launched(),
         )

@@ -12,14 +12,12 @@ the arms' counts, so a table can check them.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
 from flakewarden.model.verdicts import DETERMINISTIC
 from flakewarden.stress import stats
 from flakewarden.stress.brittle import brittle_check
-from flakewarden.stress.forkserver import HASH_SEED, draw_hash_seed, fixed_hash_seed
 from flakewarden.stress.knobs import Concurrency
 from flakewarden.stress.phase import Facts, Finding, PhaseContext, PhaseEvidence, PhaseResult
 from flakewarden.stress.runs import NO_RANDOMLY, Job, JobResult
@@ -41,26 +39,11 @@ def _fresh_runs(
     ctx: PhaseContext, found: PhaseEvidence, arm: Arm, count: int
 ) -> tuple[Arm, Sequence[JobResult]]:
     ctx.say(f"isolation: {count} fresh processes x 1 run")
-    jobs = [
-        Job("isolation", "baseline", [ctx.test_id], 1, NO_RANDOMLY, env=own_hash_seed())
-        for _ in range(count)
-    ]
+    jobs = [Job("isolation", "baseline", [ctx.test_id], 1, NO_RANDOMLY) for _ in range(count)]
     # Half the cores at most, like the timing phase's baseline: a timing-sensitive
     # test must not look broken because its own isolation runs crowded the machine.
     results = ctx.run(jobs, max(1, ctx.options.cores // 2))
     return found.tally(arm, results), results
-
-
-def own_hash_seed() -> dict[str, str]:
-    """A process's own hash seed, as a new interpreter draws one (unless the user fixed it).
-
-    Forks of one server share its hash seed: the runs a verdict calls fresh processes
-    are spawned, each with a hash seed of its own, so a failure that follows the
-    order of a set is not taken for a real break or for a clean pass.
-    """
-    if fixed_hash_seed(os.environ) is not None:
-        return {}
-    return {HASH_SEED: str(draw_hash_seed())}
 
 
 def _seen(facts: Facts, results: Sequence[JobResult]) -> Concurrency:

@@ -37,6 +37,8 @@ class Finding:
     seeds: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     power: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     load: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # the lines to open (``where``): suspects, how they were found, the runs and time it took
+    where: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +89,7 @@ class PhaseContext:
     facts: Facts = Facts()
     arms: tuple[Arm, ...] = ()  # every arm of the earlier phases, in order
     finding: Optional[Finding] = None  # what a refining phase refines (``engine.REFINERS``)
+    first_failure: Optional[Failure] = None  # the first failing run so far, its traceback
 
     @property
     def test_id(self) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from flakewarden.errors import ReportError
+from flakewarden.model.suspects import Suspect
 from flakewarden.model.verdicts import (
     DRAW_KINDS,
     NEEDS_BOUND,
@@ -99,6 +100,16 @@ class Verdict:
     load: dict[str, Any] = dataclasses.field(default_factory=dict)
     # how the fresh processes were started (fork server or spawn), and why
     launcher: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # the lines to open (``where``): ``suspects`` (``model.suspects.Suspect``), ``note``,
+    # ``runs`` and ``seconds``; empty when no run failed
+    where: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def suspects(self) -> list[Suspect]:
+        found = self.where.get("suspects")
+        if not isinstance(found, list):
+            return []
+        return [Suspect.from_json(s) for s in found if isinstance(s, dict)]
 
     @property
     def bounded(self) -> bool:
@@ -166,6 +177,7 @@ class Verdict:
             "power": self.power,
             "load": self.load,
             "launcher": self.launcher,
+            "where": self.where or None,
         }
 
     @classmethod
@@ -204,6 +216,7 @@ class Verdict:
             power=dict(data.get("power") or {}),
             load=dict(data.get("load") or {}),
             launcher=dict(data.get("launcher") or {}),
+            where=dict(data.get("where") or {}),
         )
 
 

@@ -107,6 +107,8 @@ def _record(shards: Shards, arms: list[Arm]) -> Verdict:
         notes=[f"{label}: {shard.verdict}: {shard.reason}" for shard, label in shards],
         shards=[label for _, label in shards],
         non_idempotent=next((s.non_idempotent for s, _ in shards if s.non_idempotent), {}),
+        # the first shard's lines to open, until a deciding shard's replace them
+        where=next((s.where for s, _ in shards if s.where), {}),
     )
 
 
@@ -131,6 +133,7 @@ def _decided_by(base: Verdict, shard: Verdict, label: str) -> Verdict:
         order=shard.order,
         seeds=shard.seeds,
         statistics=shard.statistics,
+        where=shard.where,
     )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from flakewarden.errors import ReportError
-from flakewarden.reports.markdown import code, escape
+from flakewarden.reports.markdown import code, escape, table_cell, table_code
 from flakewarden.stress.draws import KINDS
 from flakewarden.stress.verdict import KNOB_DESCRIPTIONS, Arm, Failure, Verdict
 
@@ -264,11 +264,37 @@ def _environment_lines(verdict: Verdict) -> list[str]:
     return out
 
 
+def _where_lines(verdict: Verdict) -> list[str]:
+    """The lines to open, the first three first, then the rest in a table."""
+    if not verdict.where:
+        return []
+    out = ["## Where to look\n"]
+    suspects = verdict.suspects
+    note = verdict.where.get("note")
+    if isinstance(note, str) and note:
+        out.append(f"{escape(note)}.\n")
+    for suspect in suspects[:3]:
+        out.append(
+            f"- {code(suspect.location)}: {code(suspect.text)}, score {suspect.score:.2f}: "
+            f"{escape(suspect.evidence)}"
+        )
+    if len(suspects) > 3:
+        out += ["", "| line | code | score | evidence |", "|---|---|---|---|"]
+        out += [
+            f"| {table_code(s.location)} | {table_code(s.text)} | {s.score:.2f} | "
+            f"{table_cell(s.evidence)} |"
+            for s in suspects[3:]
+        ]
+    out.append("")
+    return out
+
+
 def render_markdown(verdict: Verdict) -> str:
     """``verdict.md``: the decision first, then the evidence a reviewer checks it against."""
     return "\n".join(
         [
             *_head_lines(verdict),
+            *_where_lines(verdict),
             *_evidence_lines(verdict.arms),
             *_power_lines(verdict),
             *_load_lines(verdict),

@@ -66,26 +66,50 @@ def test_one_seed_draws_the_same_values_in_every_process_and_another_seed_others
     assert same == again  # every one of the four generators replays
     assert all(a != b for a, b in zip(same, changed))  # and another seed moves every one
     assert all(a != b for a, b in zip(same, unseeded))
-    # The ``random`` module's draw is exactly what ``random.seed(<seed>)`` gives.
+    # The ``random`` module's first draw is exactly what ``random.seed(<seed>)`` gives.
     assert same[0] == random.Random(4242).random()
     assert runs[0].tests[0]["seed"] == 4242
     assert "seed" not in runs[3].tests[0]  # no variable: nothing seeded, nothing recorded
 
 
-def test_each_in_process_repeat_runs_under_the_next_seed(tmp_path: Path) -> None:
+def test_in_process_repeats_draw_on_from_the_process_seed_and_replay_with_it(
+    tmp_path: Path,
+) -> None:
     project = make_project(tmp_path / "p", FILES)
-    run = run_plugin(
+    extra = {"FLAKEWARDEN_RANDOM_SEED": "10", "FLAKEWARDEN_REPEAT": "3"}
+    runs = run_many(project, "-s", "-p", "no:randomly", extras=[extra, extra])
+    first, again = ([d[0] for d in _draws(run.stdout)] for run in runs)
+    assert [t["seed"] for t in runs[0].tests] == [10, 10, 10]  # the process's seed, each run
+    # Not reseeded between runs: the stream goes on, as in a process of the user's own ...
+    stream = random.Random(10)
+    assert first == [stream.random() for _ in range(3)]
+    # ... and the same seed replays every run of the process, the third one included.
+    assert again == first
+
+
+def test_code_that_seeds_a_generator_itself_keeps_its_seed(tmp_path: Path) -> None:
+    # A module that seeds ``random`` as it is imported fails the same way in every process
+    # of the user's CI: the plugin must not reseed over it.
+    files = {
+        "test_seeded.py": """
+            import random
+
+            random.seed(1)
+
+
+            def test_draw():
+                print("DRAWS", repr([random.random()]))
+            """
+    }
+    project = make_project(tmp_path / "p", files)
+    runs = run_many(
         project,
         "-s",
         "-p",
         "no:randomly",
-        extra={"FLAKEWARDEN_RANDOM_SEED": "10", "FLAKEWARDEN_REPEAT": "3"},
+        extras=[{"FLAKEWARDEN_RANDOM_SEED": "5"}, {"FLAKEWARDEN_RANDOM_SEED": "6"}],
     )
-    assert [t["seed"] for t in run.tests] == [10, 11, 12]
-    draws = _draws(run.stdout)
-    assert [d[0] for d in draws] == [random.Random(s).random() for s in (10, 11, 12)]
-    # The generator made at import was seeded once, from the process's seed: it goes on.
-    assert len({d[1] for d in draws}) == 3
+    assert [_draws(run.stdout) for run in runs] == [[[random.Random(1).random()]]] * 2
 
 
 def test_a_seed_that_is_not_a_whole_number_is_ignored_and_said(tmp_path: Path) -> None:

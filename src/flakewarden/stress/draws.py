@@ -53,14 +53,20 @@ KINDS = {
 }
 
 
-def _seeded(arms: Sequence[Arm]) -> list[Sample]:
-    """Runs that replay from their seeds, first runs before in-process repeats."""
+def _seeded(arms: Sequence[Arm], firsts: bool = False) -> list[Sample]:
+    """Runs that replay from their seeds, first runs before in-process repeats.
+
+    ``firsts``: the first runs of their processes only (a test that leaks state into
+    itself fails its repeats whatever the seed).
+    """
     runs = [
         s
         for arm in arms
         if (arm.phase, arm.knob) in REPLAYABLE
         for s in arm.samples
-        if s.random_seed is not None and s.hash_seed is not None
+        if s.random_seed is not None
+        and s.hash_seed is not None
+        and not (firsts and s.iteration > 0)
     ]
     return sorted(runs, key=lambda s: s.iteration > 0)
 
@@ -69,7 +75,7 @@ def early_applies(ctx: PhaseContext) -> bool:
     """Before the timing phase: the fresh runs hold a seeded failure and a seeded pass."""
     if ctx.facts.drawn or ctx.facts.always_fails:
         return False
-    runs = _seeded(ctx.arms)
+    runs = _seeded(ctx.arms, firsts=True)
     return any(s.failed for s in runs) and any(not s.failed for s in runs)
 
 
@@ -78,34 +84,45 @@ def refine_applies(ctx: PhaseContext) -> bool:
     finding = ctx.finding
     if ctx.facts.drawn or finding is None or finding.verdict not in REFINES:
         return False
-    return any(s.failed for s in _seeded(ctx.arms))
+    return any(s.failed for s in _seeded(ctx.arms, bool(ctx.facts.non_idempotent)))
 
 
-def _job(ctx: PhaseContext, knob: str, random_seed: int, hash_seed: int) -> Job:
-    env = {RANDOM_SEED_VARIABLE: str(random_seed), HASH_SEED: str(hash_seed)}
-    return Job("draws", knob, [ctx.test_id], 1, NO_RANDOMLY, env=env)
+#: A run to replay: the process's random seed, its hash seed, and which run of the process.
+Seeds = tuple[int, int, int]
 
 
-def _replay(
-    ctx: PhaseContext, found: PhaseEvidence, pairs: dict[str, tuple[int, int]]
-) -> dict[str, Arm]:
-    """Each named pair of (random seed, hash seed) in ``CONFIRM_PROCESSES`` fresh processes."""
+def replay_job(ctx: PhaseContext, phase: str, knob: str, seeds: Seeds, **env: str) -> Job:
+    """A fresh process that replays a run: its seeds, and the runs before it in its process."""
+    random_seed, hash_seed, iteration = seeds
+    variables = {RANDOM_SEED_VARIABLE: str(random_seed), HASH_SEED: str(hash_seed), **env}
+    return Job(phase, knob, [ctx.test_id], iteration + 1, NO_RANDOMLY, env=variables)
+
+
+def _replay(ctx: PhaseContext, found: PhaseEvidence, pairs: dict[str, Seeds]) -> dict[str, Arm]:
+    """Each named run replayed in ``CONFIRM_PROCESSES`` fresh processes; its run alone counts."""
     jobs = [
-        _job(ctx, name, r, h) for name, (r, h) in pairs.items() for _ in range(CONFIRM_PROCESSES)
+        replay_job(ctx, "draws", name, seeds)
+        for name, seeds in pairs.items()
+        for _ in range(CONFIRM_PROCESSES)
     ]
     results = ctx.run(jobs, ctx.options.cores)
     arms = {}
-    for index, (name, (r, h)) in enumerate(pairs.items()):
-        arm = Arm("draws", name, command=_command(ctx, r, h))
+    for index, (name, seeds) in enumerate(pairs.items()):
+        arm = Arm("draws", name, command=_command(ctx, seeds))
         found.arms.append(arm)
         part = results[index * CONFIRM_PROCESSES : (index + 1) * CONFIRM_PROCESSES]
-        arms[name] = found.tally(arm, part)
+        arms[name] = found.tally(arm, [r.at_iteration(seeds[2]) for r in part])
     return arms
 
 
-def _command(ctx: PhaseContext, random_seed: int, hash_seed: int) -> str:
-    replay = f"{HASH_SEED}={hash_seed} {RANDOM_SEED_VARIABLE}={random_seed}"
-    return ctx.reproduce([ctx.test_id], replay=replay)
+def replay_variables(seeds: Seeds) -> str:
+    random_seed, hash_seed, iteration = seeds
+    repeat = f" FLAKEWARDEN_REPEAT={iteration + 1}" if iteration else ""
+    return f"{HASH_SEED}={hash_seed} {RANDOM_SEED_VARIABLE}={random_seed}{repeat}"
+
+
+def _command(ctx: PhaseContext, seeds: Seeds) -> str:
+    return ctx.reproduce([ctx.test_id], replay=replay_variables(seeds))
 
 
 def _all_fail(arm: Arm) -> bool:
@@ -120,8 +137,10 @@ def _sweep(ctx: PhaseContext, found: PhaseEvidence) -> list[Sample]:
     """Every run failed: processes with hash seeds (and random seeds) of their own."""
     ctx.say(f"draws: every run failed; {SWEEP_PROCESSES} processes with hash seeds of their own")
     draw = random.SystemRandom()
-    seeds = [(draw.randrange(1, 2**31), draw_hash_seed()) for _ in range(SWEEP_PROCESSES)]
-    jobs = [_job(ctx, "hash-sweep", r, h) for r, h in seeds]
+    jobs = [
+        replay_job(ctx, "draws", "hash-sweep", (draw.randrange(1, 2**31), draw_hash_seed(), 0))
+        for _ in range(SWEEP_PROCESSES)
+    ]
     arm = Arm("draws", "hash-sweep")
     found.arms.append(arm)
     arm = found.tally(arm, ctx.run(jobs, ctx.options.cores))
@@ -132,7 +151,7 @@ def draws_phase(ctx: PhaseContext) -> PhaseResult:
     """Replay a failing and a passing pair of seeds; swap them to name the seed that decides."""
     found = PhaseEvidence(ctx)
     facts = dataclasses.replace(ctx.facts, drawn=True)
-    runs = _seeded(ctx.arms)
+    runs = _seeded(ctx.arms, bool(ctx.facts.non_idempotent))
     if not any(not s.failed for s in runs) and len({s.hash_seed for s in runs}) < SWEEP_PROCESSES:
         runs += _sweep(ctx, found)
     failing = next((s for s in runs if s.failed and s.random_seed is not None), None)
@@ -149,8 +168,8 @@ def draws_phase(ctx: PhaseContext) -> PhaseResult:
         return found.result(facts=facts)
     assert failing.random_seed is not None and failing.hash_seed is not None
     assert passing.random_seed is not None and passing.hash_seed is not None
-    bad = (failing.random_seed, failing.hash_seed)
-    good = (passing.random_seed, passing.hash_seed)
+    bad = (failing.random_seed, failing.hash_seed, failing.iteration)
+    good = (passing.random_seed, passing.hash_seed, passing.iteration)
     ctx.say(f"draws: replaying a failing and a passing pair of seeds ({bad} against {good})")
     arms = _replay(ctx, found, {"failing-seeds": bad, "passing-seeds": good})
     p = stats.fisher_greater(
@@ -171,9 +190,8 @@ def draws_phase(ctx: PhaseContext) -> PhaseResult:
     kind = "random"
     if bad[1] != good[1]:
         ctx.say("draws: swapping the seeds to name the one that decides")
-        arms.update(
-            _replay(ctx, found, {"random-seed": (bad[0], good[1]), "hash-seed": (good[0], bad[1])})
-        )
+        swaps = {"random-seed": (bad[0], good[1], bad[2]), "hash-seed": (good[0], bad[1], good[2])}
+        arms.update(_replay(ctx, found, swaps))
         kind = _kind(arms["random-seed"], arms["hash-seed"])
     return found.result(_finding(ctx, kind, bad, good, arms, p), facts)
 
@@ -201,8 +219,8 @@ def _kind(random_arm: Arm, hash_arm: Arm) -> str:
 def _finding(
     ctx: PhaseContext,
     kind: str,
-    bad: tuple[int, int],
-    good: tuple[int, int],
+    bad: Seeds,
+    good: Seeds,
     arms: dict[str, Arm],
     p: float,
 ) -> Finding:
@@ -227,12 +245,12 @@ def _finding(
         for name, arm in arms.items()
         if name in ("random-seed", "hash-seed")
     }
-    replay = _command(ctx, *bad)
+    replay = _command(ctx, bad)
     return Finding(
         SEED_DEPENDENT,
         f"its failures follow {KINDS[kind]}: {named}. A failure that replays from its seed "
         "is a reproducible bug, in the code or in the test, not noise; replay it with "
-        f"{HASH_SEED}={bad[1]} {RANDOM_SEED_VARIABLE}={bad[0]} (the command is in "
+        f"{replay_variables(bad)} (the command is in "
         "seeds.replay)" + also_non_idempotent(ctx.facts.non_idempotent),
         "seed-dependent: a failing pair of seeds failed every replay in a fresh process and a "
         f"passing pair passed every one (one-sided Fisher p = {p:.3g} < {stats.ALPHA}); "
@@ -240,8 +258,8 @@ def _finding(
         seeds={
             "kind": kind,
             "decides": KINDS[kind],
-            "failing": {"random_seed": bad[0], "hash_seed": bad[1]},
-            "passing": {"random_seed": good[0], "hash_seed": good[1]},
+            "failing": {"random_seed": bad[0], "hash_seed": bad[1], "run": bad[2] + 1},
+            "passing": {"random_seed": good[0], "hash_seed": good[1], "run": good[2] + 1},
             "confirm": {
                 "failing": {"runs": failing.runs, "failures": failing.failures},
                 "passing": {"runs": passing.runs, "failures": passing.failures},

@@ -103,6 +103,12 @@ class JobResult:
     timed_out: bool
     hash_seed: Optional[int] = None  # the process's PYTHONHASHSEED, when the engine set it
 
+    def at_iteration(self, iteration: int) -> JobResult:
+        """This process as if it had run only its ``iteration``-th run (a replay's last)."""
+        records = [r for r in self.records if r.iteration == iteration]
+        job = dataclasses.replace(self.job, repeat=1)
+        return dataclasses.replace(self, job=job, records=records)
+
     @property
     def died(self) -> bool:
         """The process started the target's iterations but did not finish them."""

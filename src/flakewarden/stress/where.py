@@ -22,6 +22,7 @@ A test that never failed gets no ``where`` and costs nothing here.
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Callable, Mapping, Sequence
 
 from flakewarden.model.signatures import project_frames
@@ -30,7 +31,8 @@ from flakewarden.model.verdicts import NOT_REPRODUCIBLE, ORDER_DEPENDENT, RACE
 from flakewarden.stress import cues
 from flakewarden.stress.arm import Arm, Sample
 from flakewarden.stress.cues import Source, read_source
-from flakewarden.stress.knobs import RANDOM_SEED_VARIABLE, knob_env
+from flakewarden.stress.draws import replay_job
+from flakewarden.stress.knobs import knob_env
 from flakewarden.stress.phase import PhaseContext, PhaseEvidence, PhaseResult
 from flakewarden.stress.runs import NO_RANDOMLY, Job
 from flakewarden.stress.spectra import LineScore, score_lines
@@ -79,22 +81,11 @@ def _targeted_jobs(ctx: PhaseContext, repeat: int) -> tuple[list[Job], int]:
     seeds = finding.seeds
     failing, passing = seeds.get("failing"), seeds.get("passing")
     if isinstance(failing, dict) and isinstance(passing, dict):  # the draws phase's seeds
-        pairs = [failing, passing] * 2
-        return [
-            Job(
-                "where",
-                "seeds",
-                test,
-                1,
-                NO_RANDOMLY,
-                {
-                    **LINES,
-                    RANDOM_SEED_VARIABLE: str(pair["random_seed"]),
-                    "PYTHONHASHSEED": str(pair["hash_seed"]),
-                },
-            )
-            for pair in pairs
-        ], 0
+        runs = [
+            (int(pair["random_seed"]), int(pair["hash_seed"]), int(pair.get("run", 1)) - 1)
+            for pair in (failing, passing)
+        ] * 2
+        return [replay_job(ctx, "where", "seeds", seeds, **LINES) for seeds in runs], 0
     if finding.seed is not None and seeds.get("failing_seeds"):  # pytest-randomly's
         tried = [int(s) for s in seeds.get("seeds_tried", [])]
         good = next((s for s in tried if s not in seeds["failing_seeds"]), None)
@@ -110,12 +101,27 @@ def _targeted_jobs(ctx: PhaseContext, repeat: int) -> tuple[list[Job], int]:
         return [ordered, alone] * 2, 0
     knob = finding.knob if finding.verdict == RACE else None
     burn = ctx.options.cores if knob == "cpu-load" else 0
-    env = {**LINES, **knob_env(knob or "", ctx.options.cores)}
-    return [Job("where", knob or "baseline", test, repeat, NO_RANDOMLY, env)] * 2, burn
+    draw = random.SystemRandom()
+    return [
+        Job(
+            "where",
+            knob or "baseline",
+            test,
+            repeat,
+            NO_RANDOMLY,
+            {**LINES, **knob_env(knob or "", draw.randrange(1, 2**31))},
+        )
+        for _ in range(2)
+    ], burn
 
 
 def _repeat(ctx: PhaseContext) -> int:
-    """Runs per process: about a second's worth at the probe's pace, counted lines' cost aside."""
+    """Runs per process: about a second's worth at the probe's pace, counted lines' cost aside.
+
+    One for a test that leaks state into itself: its repeats fail whatever the cause.
+    """
+    if ctx.facts.non_idempotent:
+        return 1
     return max(1, min(50, int(1.0 / max(ctx.probe.test_seconds, 1e-3))))
 
 
@@ -132,7 +138,10 @@ def where_phase(ctx: PhaseContext) -> PhaseResult:
     ctx.say(f"where: counting the lines each run executes, within {allowed:.0f} s")
     jobs, burn = _targeted_jobs(ctx, _repeat(ctx))
     while ctx.budget.elapsed() < deadline:
-        arm = found.tally(arm, ctx.run(jobs, ctx.options.cores, burn))
+        results = ctx.run(jobs, ctx.options.cores, burn)
+        if jobs[0].knob == "seeds":  # replays of one run each: that run alone counts
+            results = [r.at_iteration(r.job.repeat - 1) for r in results]
+        arm = found.tally(arm, results)
         runs = [s for s in arm.samples if s.lines is not None]
         if sum(s.failed for s in runs) >= WANTED and sum(not s.failed for s in runs) >= WANTED:
             break

@@ -26,10 +26,9 @@ claimed the run (``_active``), so that a stress seed replays by hand.
   ``event_loop``; jitter 1 ms by default): every asyncio ``BaseEventLoop`` created runs the
   callbacks ready in an iteration in a seeded order (what one callback scheduled keeps its
   order) and delays each ``call_at`` deadline by a seeded ``[0, jitter)``. uvloop is left alone.
-- ``FLAKEWARDEN_RANDOM_SEED``: a whole number (``seeds``): each run of a test (each
-  in-process repeat too) seeds ``random``, numpy's global state, the generators of Faker,
-  factory_boy and model_bakery, and every generator made without a seed, from
-  ``<seed> + <iteration>``, and records that seed in its ``test`` record (``seed``).
+- ``FLAKEWARDEN_RANDOM_SEED``: a whole number (``seeds``): the process's ``random``,
+  numpy's global state, the generators of Faker, factory_boy and model_bakery, and every
+  generator made without a seed draw from it, and each ``test`` record holds it (``seed``).
   Nothing where pytest-randomly reseeds.
 - ``FLAKEWARDEN_LINES``: ``1`` adds ``lines`` to each ``test`` record (``lines``): how often
   each line of the project's code ran during the test's window, by file (relative to the
@@ -97,13 +96,10 @@ try:  # pytest is running us; a bare interpreter (the 3.9 load check) has none
     _hookwrapper: Callable[[Callable[..., Any]], Callable[..., Any]] = pytest.hookimpl(
         hookwrapper=True
     )
-    _tryfirst: Callable[[Callable[..., Any]], Callable[..., Any]] = pytest.hookimpl(tryfirst=True)
 except ImportError:  # pragma: no cover
 
     def _hookwrapper(function: Any) -> Any:
         return function
-
-    _tryfirst = _hookwrapper
 
 
 __all__ = ["Recorder", "record_retry", "shard_of"]
@@ -197,7 +193,7 @@ def pytest_configure(config: Any) -> None:
         from . import seeds
 
         if seeds.configure(config) is not None:
-            config.pluginmanager.register(_Seeds(seeds), "flakewarden-seeds")
+            config.pluginmanager.register(seeds.Reports(), "flakewarden-seeds")
     path = os.environ.get("FLAKEWARDEN_RESULTS")
     if not path or _is_worker(config):
         return
@@ -252,23 +248,6 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     excinfo = call.excinfo
     if excinfo is not None and report.failed:
         setattr(report, RAISED_ATTRIBUTE, evidence.raised(excinfo.value))
-
-
-class _Seeds:
-    """Each run of a test seeds its generators first; its reports carry the seed."""
-
-    def __init__(self, seeds: Any) -> None:
-        self.seeds = seeds
-
-    @_tryfirst
-    def pytest_runtest_setup(self, item: Any) -> None:
-        self.seeds.run_starts(item.nodeid)
-
-    @_hookwrapper
-    def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
-        outcome = yield
-        if outcome.excinfo is None:
-            setattr(outcome.get_result(), self.seeds.SEED_ATTRIBUTE, self.seeds.current())
 
 
 class _Blame:

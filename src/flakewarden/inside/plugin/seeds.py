@@ -1,44 +1,53 @@
-"""Every random generator a run draws from, seeded from one seed (``FLAKEWARDEN_RANDOM_SEED``).
+"""Every random generator a process draws from, seeded from one seed (``FLAKEWARDEN_RANDOM_SEED``).
 
-A fresh interpreter seeds ``random`` from the operating system, and so does every
-library that makes a generator of its own without a seed (Faker makes one when it is
-imported). A failure that follows those draws then looks like noise. With
-``FLAKEWARDEN_RANDOM_SEED=<seed>``, each run of a test (each in-process repeat too)
-gets the seed ``<seed> + <iteration>``, and before its setup:
+A fresh interpreter seeds ``random`` from the operating system, and so does every library
+that makes a generator of its own without a seed (Faker makes one when it is imported,
+numpy's global state is seeded so). A failure that follows those draws then looks like
+noise. With ``FLAKEWARDEN_RANDOM_SEED=<seed>``, as pytest configures the plugin (before it
+collects anything, so before any test module is imported):
 
-- the ``random`` module is seeded with it, and numpy's global state
-  (``numpy.random.seed``) when numpy is imported;
-- the generators libraries keep for themselves are seeded by name, when imported, as
-  pytest-randomly does: Faker's (``faker.generator.random``), factory_boy's
-  (``factory.random.reseed_random``), model_bakery's (``model_bakery.random_gen.baker_random``);
-- every ``random.Random()`` made with no seed (or reseeded with none) and every
-  ``numpy.random.default_rng()`` called with none, during the run or at import, draws
-  its seed from a stream seeded by the run's seed, so it is the same on a replay.
+- the ``random`` module is seeded with it;
+- every ``random.Random()`` made with no seed afterwards (and every ``seed()`` call with
+  none) draws its seed from a stream seeded by it: Faker's, factory_boy's and
+  model_bakery's generators among them, made as those libraries are imported;
+- numpy's global state (``numpy.random.seed``) is seeded with it as ``numpy.random`` is
+  imported, and every ``numpy.random.default_rng()`` called with no seed draws from the
+  stream;
+- the generators of those libraries already imported when pytest configured (a plugin
+  imported them in a fork server) are reseeded by name, as pytest-randomly does.
 
-The seed of each run goes on its reports (``SEED_ATTRIBUTE``), and from there into its
-``test`` record. ``os.urandom``, ``secrets``, ``uuid.uuid4`` and ``random.SystemRandom``
-read the operating system and are left alone: no seed reaches them. Nothing is done
-where pytest-randomly reseeds (its seed decides then) or without the variable.
+Nothing is reseeded between tests or in-process repeats: a process's draws go on as in a
+process of the user's own, so code that seeds a generator itself (at import, in a fixture)
+keeps its seed, and one seed replays the whole process (run ``n`` of it with
+``FLAKEWARDEN_REPEAT=n``). The seed goes on each run's reports (``SEED_ATTRIBUTE``) and
+from there into its ``test`` record. ``os.urandom``, ``secrets``, ``uuid.uuid4`` and
+``random.SystemRandom`` read the operating system and are left alone: no seed reaches
+them. Nothing is done where pytest-randomly reseeds (its seed decides then).
 """
 
 from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Sequence
+from types import ModuleType
 from typing import Any, Callable, Optional
+
+import pytest
 
 from .recorder import SEED_ATTRIBUTE
 from .variables import read
 
+__all__ = ["SEED_ATTRIBUTE", "VARIABLE", "Reports", "configure", "current", "unconfigure"]
+
 VARIABLE = "FLAKEWARDEN_RANDOM_SEED"
-__all__ = ["SEED_ATTRIBUTE", "VARIABLE", "configure", "current", "run_starts", "unconfigure"]
+NUMPY = "numpy.random"
 
 _base: Optional[int] = None  # the process's seed, while installed
-_iterations: dict[str, int] = {}  # runs so far of each node id
-_current: Optional[int] = None  # the seed of the run in progress
 _stream: Optional[random.Random] = None  # where unseeded generators draw their seeds
 _original_seed: Optional[Callable[..., Any]] = None
 _original_default_rng: Optional[Callable[..., Any]] = None
+_finder: Optional[_NumpyFinder] = None
 
 
 def parse(text: str) -> Optional[int]:
@@ -48,17 +57,40 @@ def parse(text: str) -> Optional[int]:
 
 
 def configure(config: Any) -> Optional[int]:
-    """Install the seeding when the variable asks and pytest-randomly does not reseed."""
-    global _base, _stream, _original_seed
+    """Seed the process's generators when the variable asks and pytest-randomly does not."""
+    global _base, _stream, _original_seed, _finder
     seed = read(VARIABLE, parse, "a whole number")
     if seed is None or _randomly_reseeds(config):
         return None
     _base = seed
-    _stream = random.Random(f"flakewarden:import:{seed}")  # for what is made before a test
+    _stream = random.Random(f"flakewarden:{seed}")
     _original_seed = random.Random.seed
     random.Random.seed = _seed  # type: ignore[method-assign]
     random.seed = _module_seed  # bound to the module's instance at import: replaced too
+    random.seed(seed)
+    _reseed_loaded(seed)
+    numpy_random = sys.modules.get(NUMPY)
+    if numpy_random is not None:
+        _seed_numpy(numpy_random)
+    else:
+        _finder = _NumpyFinder()
+        sys.meta_path.insert(0, _finder)
     return seed
+
+
+def current() -> Optional[int]:
+    """The process's seed, while installed."""
+    return _base
+
+
+class Reports:
+    """Each report of a run carries the process's seed, for its ``test`` record."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
+        outcome = yield
+        if outcome.excinfo is None:
+            setattr(outcome.get_result(), SEED_ATTRIBUTE, _base)
 
 
 def _randomly_reseeds(config: Any) -> bool:
@@ -85,35 +117,8 @@ def _default_rng(seed: Any = None, *args: Any, **kwargs: Any) -> Any:
     return _original_default_rng(seed, *args, **kwargs)
 
 
-def run_starts(nodeid: str) -> Optional[int]:
-    """Seed everything for the next run of ``nodeid``; its seed (None when not installed)."""
-    global _current, _stream
-    if _base is None:
-        return None
-    iteration = _iterations.get(nodeid, 0)
-    _iterations[nodeid] = iteration + 1
-    _current = _base + iteration
-    _stream = random.Random(f"flakewarden:{_current}")
-    random.seed(_current)
-    _seed_libraries(_current)
-    return _current
-
-
-def current() -> Optional[int]:
-    return _current
-
-
-def _seed_libraries(seed: int) -> None:
-    global _original_default_rng
-    numpy_random: Any = sys.modules.get("numpy.random")
-    if numpy_random is not None:
-        try:
-            numpy_random.seed(seed % 2**32)
-            if _original_default_rng is None:
-                _original_default_rng = numpy_random.default_rng
-                numpy_random.default_rng = _default_rng
-        except Exception:  # pragma: no cover - a numpy without them
-            pass
+def _reseed_loaded(seed: int) -> None:
+    """The generators of libraries imported before pytest configured (in a fork server)."""
     faker_generator = sys.modules.get("faker.generator")
     if faker_generator is not None and hasattr(faker_generator, "random"):
         faker_generator.random.seed(seed)
@@ -125,14 +130,64 @@ def _seed_libraries(seed: int) -> None:
         bakery.baker_random.seed(seed)
 
 
+def _seed_numpy(numpy_random: Any) -> None:
+    global _original_default_rng
+    if _base is None:
+        return
+    try:
+        numpy_random.seed(_base % 2**32)
+        if _original_default_rng is None:
+            _original_default_rng = numpy_random.default_rng
+            numpy_random.default_rng = _default_rng
+    except Exception:  # pragma: no cover - a numpy without them
+        pass
+
+
+class _SeedingLoader:
+    """Runs ``numpy.random``'s own loader, then seeds it before anyone else can draw."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+
+    def create_module(self, spec: Any) -> Optional[ModuleType]:
+        create = getattr(self.loader, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.loader.exec_module(module)
+        _seed_numpy(module)
+
+    def __getattr__(self, name: str) -> Any:  # resources, source: the real loader's
+        return getattr(self.loader, name)
+
+
+class _NumpyFinder:
+    """Finds ``numpy.random`` as the other finders do and hands it the seeding loader."""
+
+    def find_spec(self, name: str, path: Optional[Sequence[str]] = None, target: Any = None) -> Any:
+        if name != NUMPY:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _SeedingLoader(spec.loader)
+                return spec
+        return None
+
+
 def unconfigure() -> None:
     """Undo ``configure``: nothing of ours stays patched after the session."""
-    global _base, _current, _stream, _original_seed, _original_default_rng
+    global _base, _stream, _original_seed, _original_default_rng, _finder
     if _original_seed is not None:
         random.Random.seed = _original_seed  # type: ignore[method-assign]
         random.seed = random._inst.seed
-    numpy_random: Any = sys.modules.get("numpy.random")
+    numpy_random: Any = sys.modules.get(NUMPY)
     if _original_default_rng is not None and numpy_random is not None:
         numpy_random.default_rng = _original_default_rng
-    _base = _current = _stream = _original_seed = _original_default_rng = None
-    _iterations.clear()
+    if _finder is not None and _finder in sys.meta_path:
+        sys.meta_path.remove(_finder)
+    _base = _stream = _original_seed = _original_default_rng = _finder = None

@@ -401,7 +401,7 @@ def test_failing_without_pytest_randomly_but_passing_under_some_seeds_is_seed_de
     assert (bad["runs"], bad["failures"]) == (8, 8)  # 8 confirming fresh processes
 
 
-def test_deterministic_failure_is_decided_by_ten_fresh_runs_and_ten_repeats(
+def test_deterministic_failure_is_decided_by_fresh_runs_repeats_and_hash_seeds_of_its_own(
     tmp_path: Path,
 ) -> None:
     project = make_project(
@@ -422,10 +422,19 @@ def test_deterministic_failure_is_decided_by_ten_fresh_runs_and_ten_repeats(
     assert result.returncode == 0, result.stderr
     assert data["verdict"] == "deterministic"
     assert data["quarantine_allowed"] is False
-    # 10 fresh processes, then 2 processes x 5 in-process runs: every one failed.
-    assert data["runs"] == data["failures"] == 20
-    assert arm(data, "isolation", "in-process")["failures"] == 10
+    # 10 fresh processes, then 2 processes x 5 in-process runs: every one failed ...
+    fresh, repeats = arm(data, "isolation", "baseline"), arm(data, "isolation", "in-process")
+    assert fresh["runs"] == fresh["failures"] == 10
+    assert repeats["runs"] == repeats["failures"] == 10
     assert "all 8 in-process repeats failed too" in data["reason"]
+    # ... forked from one server, under one hash seed: 8 processes with hash seeds of their
+    # own failed it too before it was called a real break.
+    sweep = arm(data, "draws", "hash-sweep")
+    assert sweep["runs"] == sweep["failures"] == 8
+    assert "it failed under " in data["reason"] and " hash seeds" in data["reason"]
+    # Where: no run passed, so the lines it was raised through, innermost first.
+    first = data["where"]["suspects"][0]
+    assert (first["file"], first["text"]) == ("test_math.py", "assert total == 2")
     traceback = data["first_failure"]["traceback"]
     # --tb=long: the whole test function's source, not just the failing line.
     assert "def test_add():" in traceback and "assert 0 == 2" in traceback

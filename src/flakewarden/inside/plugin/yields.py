@@ -33,6 +33,13 @@ How, by interpreter:
   only. When a trace function is already set (coverage.py's tracer, a debugger) it is
   left alone and the knob does not apply; ``notes`` says so.
 
+Lines (``FLAKEWARDEN_YIELD_LINES``: ``<file>:<line>`` pairs, comma-separated, files
+relative to the rootdir): pauses are taken only at opcodes of those lines, and the
+others are not counted toward the next pause. Localisation narrows a race down with it:
+pauses at a few lines that make the test fail, where pauses elsewhere do not, are an
+interleaving at those lines; a failure that follows the pauses wherever they are follows
+the time they add (a deadline).
+
 Draws: each thread has its own ``random.Random``, seeded ``"<seed>:<n>"`` where ``n`` is the
 thread's number in start order (``concurrency``), so that one thread's draws do not depend
 on when another ran; the gap to the next pause is drawn geometrically (one draw per pause,
@@ -65,6 +72,44 @@ _probability = 0.0
 _local = threading.local()
 _backend: Optional[_Monitoring | _Tracing] = None
 _sleep = time.sleep
+LINES_VARIABLE = "FLAKEWARDEN_YIELD_LINES"
+
+
+class Only:
+    """The lines pauses are limited to (``FLAKEWARDEN_YIELD_LINES``), by file as code names it."""
+
+    def __init__(self, rootdir: str, text: str) -> None:
+        self.wanted: dict[str, set[int]] = {}
+        for item in text.split(","):
+            file, colon, line = item.strip().rpartition(":")
+            if colon and file and line.isdigit():
+                for form in _forms(os.path.join(rootdir, file)):
+                    self.wanted.setdefault(form, set()).add(int(line))
+        self.known: dict[str, frozenset[int]] = {}
+
+    def lines(self, filename: str) -> frozenset[int]:
+        """The lines of ``filename`` pauses may be taken at (empty: none of its lines)."""
+        found = self.known.get(filename)
+        if found is None:
+            found = frozenset().union(*(self.wanted.get(f, set()) for f in _forms(filename)))
+            self.known[filename] = found
+        return found
+
+
+_only: Optional[Only] = None
+_code_lines: dict[int, tuple[Any, dict[int, int]]] = {}  # id(code) -> (code, offset -> line)
+
+
+def _line_of(code: Any, offset: int) -> int:
+    """The line of the instruction at ``offset`` (``sys.monitoring`` gives offsets)."""
+    known = _code_lines.get(id(code))
+    if known is None or known[0] is not code:
+        table = {}
+        for start, end, line in code.co_lines():
+            for at in range(start, end, 2):
+                table[at] = line
+        known = _code_lines[id(code)] = (code, table)
+    return known[1].get(offset, 0)
 
 
 def parse(text: str) -> Optional[tuple[int, float]]:
@@ -158,8 +203,10 @@ def _draws() -> _Draws:
     return draws
 
 
-def _instruction(code: Any, offset: int) -> None:
+def _instruction(code: Any, offset: int) -> Any:
     """``sys.monitoring``'s INSTRUCTION event, in the project's code only."""
+    if _only is not None and _line_of(code, offset) not in _only.lines(code.co_filename):
+        return getattr(sys, "monitoring").DISABLE  # noqa: B009 - this offset never pauses
     try:
         draws = _local.draws
     except AttributeError:
@@ -269,8 +316,12 @@ class _Tracing:
         lines: Any = sys.modules.get(f"{__package__}.lines")
         count_lines = lines is not None and lines.piggyback
 
+        only = _only
+
         def opcodes(frame: Any, event: str, arg: Any) -> Any:
             if event == "opcode":
+                if only is not None and frame.f_lineno not in only.lines(frame.f_code.co_filename):
+                    return opcodes
                 draws.left -= 1
                 if draws.left <= 0:
                     if not self.on:  # a thread that outlived the test: stop here
@@ -311,8 +362,10 @@ class _Tracing:
 
 def configure(seed: int, probability: float, rootdir: str, plugin_dir: str) -> str:
     """Get ready for the tests; returns how: ``sys.monitoring`` or ``sys.settrace``."""
-    global _seed, _probability, _backend
+    global _seed, _probability, _backend, _only
     _seed, _probability = seed, probability
+    limited = os.environ.get(LINES_VARIABLE, "").strip()
+    _only = Only(rootdir, limited) if limited else None
     concurrency.install()
     places = Places(rootdir, plugin_dir)
     monitoring = _Monitoring.take(places)
@@ -333,7 +386,9 @@ def stop() -> None:
 
 
 def unconfigure() -> None:
-    global _backend
+    global _backend, _only
+    _only = None
+    _code_lines.clear()
     backend, _backend = _backend, None
     if backend is not None:
         backend.close()

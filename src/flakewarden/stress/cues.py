@@ -67,6 +67,17 @@ def _call_cues(node: ast.Call) -> set[str]:
     return found
 
 
+def _deadline_value(node: ast.Call) -> str:
+    """The timeout a call sets (``timeout=``, or the delay of a wait or sleep), as written."""
+    for keyword in node.keywords:
+        if keyword.arg == "timeout":
+            return ast.unparse(keyword.value)
+    name = _name(node.func)
+    if name in ("sleep", "wait_for", "join", "wait") and node.args:
+        return ast.unparse(node.args[-1] if name == "wait_for" else node.args[0])
+    return ""
+
+
 def _node_cues(node: ast.AST) -> set[str]:
     if isinstance(node, (ast.Set, ast.SetComp)):
         return {SET}
@@ -94,11 +105,22 @@ class Source:
         self.lines = text.splitlines()
         self.cues: dict[int, set[str]] = {}
         self.functions: list[tuple[int, int]] = []  # (first, last) line of each def
+        self.constants: dict[str, str] = {}  # module-level NAME = literal, as written
+        self.deadlines: dict[int, str] = {}  # line -> the timeout or delay it sets, as written
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             return
+        for statement in tree.body:
+            if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant):
+                for target in statement.targets:
+                    if isinstance(target, ast.Name):
+                        self.constants[target.id] = ast.unparse(statement.value)
         for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                value = _deadline_value(node)
+                if value:
+                    self.deadlines.setdefault(node.lineno, value)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions.append((node.lineno, node.end_lineno or node.lineno))
             cues = _node_cues(node)
@@ -107,6 +129,13 @@ class Source:
                 last = getattr(node, "end_lineno", None) or line
                 for number in range(line, last + 1) if not isinstance(node, ast.Assign) else [line]:
                     self.cues.setdefault(number, set()).update(cues)
+
+    def deadline(self, line: int) -> str:
+        """The deadline ``line`` sets, with a named constant's value: ``DEADLINE (= 0.25)``."""
+        value = self.deadlines.get(line, "")
+        if value in self.constants:
+            return f"{value} (= {self.constants[value]})"
+        return value
 
     def text(self, line: int) -> str:
         return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""

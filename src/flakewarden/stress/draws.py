@@ -25,7 +25,13 @@ import random
 from collections.abc import Sequence
 from typing import Optional
 
-from flakewarden.model.verdicts import DETERMINISTIC, FLAKY, INCONCLUSIVE, SEED_DEPENDENT
+from flakewarden.model.verdicts import (
+    DETERMINISTIC,
+    FLAKY,
+    INCONCLUSIVE,
+    NOT_REPRODUCIBLE,
+    SEED_DEPENDENT,
+)
 from flakewarden.stress import stats
 from flakewarden.stress.arm import Arm, Sample
 from flakewarden.stress.forkserver import HASH_SEED, draw_hash_seed
@@ -42,6 +48,8 @@ from flakewarden.stress.runs import NO_RANDOMLY, Job
 CONFIRM_PROCESSES = 5  # fresh processes per replayed pair of seeds: p = 1/252 for 5 against 5
 SWEEP_PROCESSES = 8  # processes with hash seeds of their own, when every run failed
 REFINES = (DETERMINISTIC, FLAKY, INCONCLUSIVE)
+# A clean record under fewer hash seeds than the sweep's says little of a set's order.
+CLEAN = (NOT_REPRODUCIBLE,)
 # Arms whose runs replay as they ran: no knob, a fresh process or its in-process repeats.
 REPLAYABLE = {("isolation", "baseline"), ("isolation", "in-process"), ("timing", "baseline")}
 #: What each kind of seed dependence is called where a reader meets it.
@@ -82,9 +90,12 @@ def early_applies(ctx: PhaseContext) -> bool:
 def refine_applies(ctx: PhaseContext) -> bool:
     """After a finding that a seed could explain, when the phase has not run yet."""
     finding = ctx.finding
-    if ctx.facts.drawn or finding is None or finding.verdict not in REFINES:
+    if ctx.facts.drawn or finding is None:
         return False
-    return any(s.failed for s in _seeded(ctx.arms, bool(ctx.facts.non_idempotent)))
+    runs = _seeded(ctx.arms, bool(ctx.facts.non_idempotent))
+    if finding.verdict in CLEAN:
+        return len({s.hash_seed for s in runs}) < SWEEP_PROCESSES
+    return finding.verdict in REFINES and any(s.failed for s in runs)
 
 
 #: A run to replay: the process's random seed, its hash seed, and which run of the process.
@@ -134,8 +145,8 @@ def _all_pass(arm: Arm) -> bool:
 
 
 def _sweep(ctx: PhaseContext, found: PhaseEvidence) -> list[Sample]:
-    """Every run failed: processes with hash seeds (and random seeds) of their own."""
-    ctx.say(f"draws: every run failed; {SWEEP_PROCESSES} processes with hash seeds of their own")
+    """Every run failed, or none did: processes with hash seeds (and random seeds) of their own."""
+    ctx.say(f"draws: {SWEEP_PROCESSES} processes with hash seeds of their own")
     draw = random.SystemRandom()
     jobs = [
         replay_job(ctx, "draws", "hash-sweep", (draw.randrange(1, 2**31), draw_hash_seed(), 0))
@@ -152,7 +163,8 @@ def draws_phase(ctx: PhaseContext) -> PhaseResult:
     found = PhaseEvidence(ctx)
     facts = dataclasses.replace(ctx.facts, drawn=True)
     runs = _seeded(ctx.arms, bool(ctx.facts.non_idempotent))
-    if not any(not s.failed for s in runs) and len({s.hash_seed for s in runs}) < SWEEP_PROCESSES:
+    one_sided = all(s.failed for s in runs) or not any(s.failed for s in runs)
+    if one_sided and len({s.hash_seed for s in runs}) < SWEEP_PROCESSES:
         runs += _sweep(ctx, found)
     failing = next((s for s in runs if s.failed and s.random_seed is not None), None)
     passing = _passing_for(failing, runs)
@@ -160,6 +172,12 @@ def draws_phase(ctx: PhaseContext) -> PhaseResult:
         hashes = len({s.hash_seed for s in runs})
         randoms = len({s.random_seed for s in runs})
         clause = f"under {randoms} random seeds and {hashes} hash seeds"
+        if failing is None:
+            found.note(f"draws: no run failed, {clause}")
+            if ctx.finding is not None and ctx.finding.verdict == NOT_REPRODUCIBLE:
+                reason = f"{ctx.finding.reason.rstrip('.')}; it passed {clause}"
+                return found.result(dataclasses.replace(ctx.finding, reason=reason), facts)
+            return found.result(facts=facts)
         found.note(f"draws: every run failed, {clause}: no seed makes it pass")
         if ctx.finding is not None and ctx.finding.verdict == DETERMINISTIC:
             # The fresh runs differed in everything a new interpreter draws: the claim holds.
@@ -180,12 +198,15 @@ def draws_phase(ctx: PhaseContext) -> PhaseResult:
     )
     decided = _all_fail(arms["failing-seeds"]) and _all_pass(arms["passing-seeds"])
     if not (decided and p < stats.ALPHA):
-        found.note(
-            f"draws: the failing seeds failed {arms['failing-seeds'].failures}/"
+        said = (
+            f"the failing seeds failed {arms['failing-seeds'].failures}/"
             f"{arms['failing-seeds'].runs} replays and the passing seeds "
             f"{arms['passing-seeds'].failures}/{arms['passing-seeds'].runs}: "
             "the seeds do not decide the outcome"
         )
+        found.note(f"draws: {said}")
+        if ctx.finding is not None and ctx.finding.verdict == NOT_REPRODUCIBLE:
+            return found.result(_unexplained(ctx.finding, said), facts)
         return found.result(facts=facts)
     kind = "random"
     if bad[1] != good[1]:
@@ -194,6 +215,18 @@ def draws_phase(ctx: PhaseContext) -> PhaseResult:
         arms.update(_replay(ctx, found, swaps))
         kind = _kind(arms["random-seed"], arms["hash-seed"])
     return found.result(_finding(ctx, kind, bad, good, arms, p), facts)
+
+
+def _unexplained(clean: Finding, said: str) -> Finding:
+    """A clean finding that the hash-seed sweep saw fail: no longer clean, and unexplained."""
+    return Finding(
+        INCONCLUSIVE,
+        "no phase reproduced a failure, but a process with a hash seed of its own failed it "
+        f"and {said}: a failure no rule explains; stress it again with a larger budget",
+        "inconclusive: a failure outside the phases' runs, which no seed replays",
+        power=clean.power,
+        load=clean.load,
+    )
 
 
 def _passing_for(failing: Optional[Sample], runs: Sequence[Sample]) -> Optional[Sample]:

@@ -63,6 +63,8 @@ from flakewarden.runner.process import plugin_dir, resolve_executable
 from flakewarden.stress import imports, order
 from flakewarden.stress.causes import seed_applies, seed_first_applies, seed_phase
 from flakewarden.stress.draws import draws_phase, early_applies, refine_applies
+from flakewarden.stress.interleaving import applies as interleaving_applies
+from flakewarden.stress.interleaving import interleaving_phase
 from flakewarden.stress.isolation import break_phase, isolation_phase, repeats_phase
 from flakewarden.stress.phase import Budget, Facts, Finding, Phase, PhaseContext, PhaseResult
 from flakewarden.stress.probe import ProbeResult, run_probe
@@ -104,6 +106,7 @@ PHASES = (ISOLATION, SEED_FIRST, REPEATS, BREAK, ORDER, SEED, DRAWS, TIMING)
 REFINERS = (
     Phase("draws-after", draws_phase, refine_applies),
     Phase("where", where_phase, where_applies),
+    Phase("interleaving", interleaving_phase, interleaving_applies),
 )
 
 
@@ -282,5 +285,6 @@ class _Engine:
             power=dict(finding.power),
             load=dict(finding.load),
             where=dict(finding.where),
+            timing=dict(finding.timing),
             launcher=self.processes.launched(),
         )

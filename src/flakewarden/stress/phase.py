@@ -39,6 +39,8 @@ class Finding:
     load: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     # the lines to open (``where``): suspects, how they were found, the runs and time it took
     where: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # a race's knob told apart (``interleaving``): an interleaving at some lines, or a deadline
+    timing: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

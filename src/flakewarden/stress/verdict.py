@@ -103,6 +103,9 @@ class Verdict:
     # the lines to open (``where``): ``suspects`` (``model.suspects.Suspect``), ``note``,
     # ``runs`` and ``seconds``; empty when no run failed
     where: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # a race told apart (``interleaving``): ``kind`` interleaving, deadline or not shown,
+    # with the limited pauses' counts and, for a deadline, the wait that expired
+    timing: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def suspects(self) -> list[Suspect]:
@@ -178,6 +181,7 @@ class Verdict:
             "load": self.load,
             "launcher": self.launcher,
             "where": self.where or None,
+            "timing": self.timing or None,
         }
 
     @classmethod
@@ -217,6 +221,7 @@ class Verdict:
             load=dict(data.get("load") or {}),
             launcher=dict(data.get("launcher") or {}),
             where=dict(data.get("where") or {}),
+            timing=dict(data.get("timing") or {}),
         )
 
 

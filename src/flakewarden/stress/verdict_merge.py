@@ -134,6 +134,7 @@ def _decided_by(base: Verdict, shard: Verdict, label: str) -> Verdict:
         seeds=shard.seeds,
         statistics=shard.statistics,
         where=shard.where,
+        timing=shard.timing,
     )
 
 

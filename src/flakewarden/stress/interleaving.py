@@ -1,0 +1,226 @@
+"""An interleaving or a deadline: what a race's knob changed, told apart.
+
+A refining phase after ``where``, for a ``race``. The load knobs only slow the test, so a
+race they found is a deadline: the phase names the timeout, ``join``, ``wait_for`` or
+sleep-then-assert the failing runs waited on (``cues.Source.deadline``) and its value. The
+``yield`` knob both interleaves threads and slows them: the phase runs the test with the
+pauses limited to the suspect lines (``FLAKEWARDEN_YIELD_LINES``), and with the pauses
+limited to every other line it ran, each at the probability that gives as many pauses in
+all as the knob gave. Pauses at a few lines that fail it where pauses elsewhere do not are
+an interleaving at those lines (one-sided Fisher, p < 0.05); pauses elsewhere that fail it
+too, on a test whose failing runs take no path the passing ones do not, follow the time
+they add: a deadline, when one is found. Anything else is said as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+from flakewarden.model.signatures import project_frames
+from flakewarden.model.suspects import Suspect
+from flakewarden.model.verdicts import RACE
+from flakewarden.stress import cues, stats
+from flakewarden.stress.arm import Arm, Sample
+from flakewarden.stress.cues import Source, read_source
+from flakewarden.stress.knobs import YIELD_PROBABILITY
+from flakewarden.stress.load import LOAD_KNOBS
+from flakewarden.stress.phase import Finding, PhaseContext, PhaseEvidence, PhaseResult
+from flakewarden.stress.runs import NO_RANDOMLY, Job
+
+MAX_PROBABILITY = 0.2  # pauses limited to a few lines: never at every opcode
+SUSPECTS = 3  # the lines the pauses are limited to
+WANTED = 40  # runs per arm
+PROCESSES = 2  # per arm and round
+ROUNDS = 3
+
+
+def applies(ctx: PhaseContext) -> bool:
+    finding = ctx.finding
+    if finding is None or finding.verdict != RACE or finding.knob not in ("yield", *LOAD_KNOBS):
+        return False
+    return bool(_counted(ctx.arms))
+
+
+def _counted(arms: Sequence[Arm]) -> list[Sample]:
+    """The where phase's runs, with their line counts."""
+    return [s for a in arms if a.phase == "where" for s in a.samples if s.lines is not None]
+
+
+def interleaving_phase(ctx: PhaseContext) -> PhaseResult:
+    found = PhaseEvidence(ctx)
+    finding = ctx.finding
+    assert finding is not None
+    runs = _counted(ctx.arms)
+    sources: dict[str, Source] = {}
+
+    def source(file: str) -> Source:
+        if file not in sources:
+            sources[file] = read_source(ctx.probe.rootdir, file)
+        return sources[file]
+
+    deadline = _deadline(ctx, runs, source)
+    if finding.knob in LOAD_KNOBS:
+        timing = {"kind": "deadline", "by": f"the {finding.knob} knob only slows the test"}
+        return found.result(_as_deadline(finding, timing, deadline))
+    chosen = _suspect_lines(finding, runs, source)
+    if not chosen:
+        found.note("interleaving: no suspect line to limit the pauses to")
+        return found.result()
+    at, elsewhere = _limited_runs(ctx, found, runs, chosen)
+    p = stats.fisher_greater(elsewhere.failures, elsewhere.runs, at.failures, at.runs)
+    counts: dict[str, Any] = {
+        "lines": [f"{f}:{n}" for f, n in chosen],
+        "at_lines": {"runs": at.runs, "failures": at.failures},
+        "elsewhere": {"runs": elsewhere.runs, "failures": elsewhere.failures},
+        "p_value": p,
+    }
+    shown = ", ".join(f"{f}:{n}" for f, n in chosen)
+    said = (
+        f"pauses at {shown} alone failed it {at.failures}/{at.runs} runs, pauses elsewhere "
+        f"(as many in all) {elsewhere.failures}/{elsewhere.runs}"
+    )
+    if p < stats.ALPHA and at.rate > elsewhere.rate:
+        timing = {"kind": "interleaving", **counts}
+        reason = f"{finding.reason.rstrip('.')}; {said}: an interleaving at those lines"
+        where = _confirmed(finding.where, chosen, said, source)
+        return found.result(dataclasses.replace(finding, reason=reason, timing=timing, where=where))
+    diverges = any(_diverges(s) for s in _suspects(finding.where))
+    if elsewhere.failures and not diverges and deadline is not None:
+        timing = {"kind": "deadline", "by": said, **counts}
+        return found.result(_as_deadline(finding, timing, deadline))
+    found.note(
+        f"interleaving: {said}: not told apart from a wide window or the time the pauses add"
+    )
+    timing = {"kind": "not shown", **counts}
+    return found.result(dataclasses.replace(finding, timing=timing))
+
+
+def _suspects(where: Mapping[str, Any]) -> list[Suspect]:
+    found = where.get("suspects") or []
+    return [Suspect.from_json(s) for s in found if isinstance(s, dict)]
+
+
+def _diverges(suspect: Suspect) -> bool:
+    """The failing runs took a path the passing ones did not (a spectrum near 1)."""
+    return suspect.parts.get("spectrum", 0.0) >= 0.99
+
+
+def _suspect_lines(finding: Finding, runs: Sequence[Sample], source: Any) -> list[tuple[str, int]]:
+    """The where phase's suspects, else the lines that write shared state the runs executed."""
+    chosen = [(s.file, s.line) for s in _suspects(finding.where)][:SUSPECTS]
+    if chosen:
+        return chosen
+    ran = sorted({(f, n) for s in runs if s.lines for f, lines in s.lines.items() for n in lines})
+    writes = [(f, n) for f, n in ran if cues.WRITE in source(f).cues.get(n, set())]
+    busiest = sorted(writes, key=lambda key: -_mean(runs, key))
+    return busiest[:SUSPECTS]
+
+
+def _mean(runs: Sequence[Sample], key: tuple[str, int]) -> float:
+    file, line = key
+    total = sum((s.lines or {}).get(file, {}).get(line, 0) for s in runs)
+    return total / len(runs) if runs else 0.0
+
+
+def _limited_runs(
+    ctx: PhaseContext, found: PhaseEvidence, runs: Sequence[Sample], chosen: list[tuple[str, int]]
+) -> tuple[Arm, Arm]:
+    """Pauses at the chosen lines only, and at every other line the runs executed."""
+    ran = {(f, n) for s in runs if s.lines for f, lines in s.lines.items() for n in lines}
+    rest = sorted(ran - set(chosen))
+    every = sum(_mean(runs, key) for key in ran) or 1.0
+    at_lines = sum(_mean(runs, key) for key in chosen) or 1.0
+
+    def env(lines: Sequence[tuple[str, int]], share: float) -> dict[str, str]:
+        probability = min(MAX_PROBABILITY, YIELD_PROBABILITY * every / max(share, 1.0))
+        seed = random.SystemRandom().randrange(1, 2**31)
+        return {
+            "FLAKEWARDEN_YIELD": f"{seed}:{probability:.6g}",
+            "FLAKEWARDEN_YIELD_LINES": ",".join(f"{f}:{n}" for f, n in lines),
+        }
+
+    repeat = max(1, min(20, WANTED // (PROCESSES * ROUNDS)))
+    at, elsewhere = Arm("interleaving", "at-suspects"), Arm("interleaving", "elsewhere")
+    found.arms.extend([at, elsewhere])
+    ctx.say(f"interleaving: pauses at {len(chosen)} suspect line(s), then at the other {len(rest)}")
+    for _ in range(ROUNDS):
+        if (at.runs >= WANTED and elsewhere.runs >= WANTED) or ctx.budget.spent():
+            break
+        jobs = [
+            Job("interleaving", name, [ctx.test_id], repeat, NO_RANDOMLY, env(lines, share))
+            for name, lines, share in (
+                ("at-suspects", chosen, at_lines),
+                ("elsewhere", rest, every - at_lines),
+            )
+            for _ in range(PROCESSES)
+        ]
+        results = ctx.run(jobs, ctx.options.cores)
+        at = found.tally(at, results[:PROCESSES])
+        elsewhere = found.tally(elsewhere, results[PROCESSES:])
+    return at, elsewhere
+
+
+def _deadline(ctx: PhaseContext, runs: Sequence[Sample], source: Any) -> Optional[dict[str, Any]]:
+    """The deadline the failing runs waited on: in the traceback first, else any they ran."""
+    failing = [s for s in runs if s.failed and s.lines]
+    ran = sorted({(f, n) for s in failing for f, lines in (s.lines or {}).items() for n in lines})
+    text = ctx.first_failure.traceback if ctx.first_failure is not None else ""
+    frames = [(f.replace("\\", "/"), n) for f, n in project_frames(text)]
+    for file, line in [*reversed(frames), *ran]:
+        value = source(file).deadline(line)
+        if value:
+            return {"file": file, "line": line, "text": source(file).text(line), "value": value}
+    return None
+
+
+def _as_deadline(
+    finding: Finding, timing: dict[str, Any], deadline: Optional[dict[str, Any]]
+) -> Finding:
+    """The race explained as a deadline: how slowly it runs decides, and which wait expired."""
+    by = timing.get("by", "")
+    if deadline is None:
+        reason = (
+            f"{finding.reason.rstrip('.')}; its failures follow how slowly it runs ({by}), "
+            "not an interleaving: a deadline or a wait too short under load, though none was "
+            "found among the lines it ran"
+        )
+        return dataclasses.replace(finding, reason=reason, timing=timing)
+    place = f"{deadline['file']}:{deadline['line']}"
+    reason = (
+        f"a deadline too short under load, not an interleaving: its failures follow how "
+        f"slowly it runs ({by}); the wait that expires is `{deadline['text']}` ({place}), "
+        f"{deadline['value']}: give it slack, or wait on the event rather than the clock. "
+        f"The knob: {finding.reason}"
+    )
+    suspect = Suspect(
+        deadline["file"],
+        deadline["line"],
+        deadline["text"],
+        1.0,
+        f"the deadline the failing runs waited on: {deadline['value']}",
+        {"deadline": 1.0},
+    )
+    rest = [s for s in _suspects(finding.where) if (s.file, s.line) != (suspect.file, suspect.line)]
+    where = {**finding.where, "suspects": [s.to_json() for s in [suspect, *rest]]}
+    timing = {**timing, "deadline": deadline}
+    return dataclasses.replace(finding, reason=reason, timing=timing, where=where)
+
+
+def _confirmed(
+    where: Mapping[str, Any], chosen: Sequence[tuple[str, int]], said: str, source: Any
+) -> dict[str, Any]:
+    """The suspects the limited pauses confirmed, first, with that evidence."""
+    suspects = {(s.file, s.line): s for s in _suspects(where)}
+    marked = []
+    for file, line in chosen:
+        known = suspects.pop((file, line), None)
+        if known is None:
+            known = Suspect(file, line, source(file).text(line), 0.0, "", {})
+        evidence = f"{known.evidence}; {said}" if known.evidence else said
+        parts = {**known.parts, "replay": 1.0}
+        marked.append(known._replace(score=known.score + 1.0, evidence=evidence, parts=parts))
+    others = list(suspects.values())
+    return {**where, "suspects": [s.to_json() for s in [*marked, *others]]}

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from flakewarden.actions.runtime import format_command
 from flakewarden.commands.argtypes import number, whole_number
 from flakewarden.commands.github_access import add_github_options, fail_open_access, warn
 from flakewarden.console import complain, one_line
@@ -17,6 +18,8 @@ from flakewarden.issues.records import RunContext
 from flakewarden.issues.tracker import FlakeTracker
 from flakewarden.model import ExitCode
 from flakewarden.model.verdicts import ERROR, RACE
+from flakewarden.reports import markdown as md
+from flakewarden.reports.annotations import WARNING, Annotation
 from flakewarden.runner.process import Interrupted
 from flakewarden.stress.engine import StressOptions, run_phases
 from flakewarden.stress.sequential import MARGIN, RELATIVE_MARGIN, Margin
@@ -176,18 +179,62 @@ def handle(args: argparse.Namespace) -> int:
             return int(ExitCode.INTERRUPTED)
     write_verdict(verdict, report_dir)
     _show(verdict, report_dir)
+    annotate_where(verdict)
     if args.comment:
         comment_verdict(verdict, args.token, args.repository)
     return int(ExitCode.INTERNAL_ERROR if verdict.verdict == ERROR else ExitCode.OK)
 
 
-def verdict_comment(verdict: Verdict, link: str) -> str:
+def workspace_path(verdict: Verdict, file: str) -> Optional[str]:
+    """A suspect's file relative to the checkout (``GITHUB_WORKSPACE``, else the cwd)."""
+    rootdir = str(verdict.where.get("rootdir") or "")
+    base = os.environ.get("GITHUB_WORKSPACE") or os.getcwd()
+    path = os.path.normpath(os.path.join(rootdir or base, file))
+    relative = os.path.relpath(path, base)
+    return None if relative.startswith("..") else relative.replace(os.sep, "/")
+
+
+def annotate_where(verdict: Verdict) -> None:
+    """On GitHub Actions, the verdict's annotation on the first suspect line: where the fix goes."""
+    suspects = verdict.suspects
+    if os.environ.get("GITHUB_ACTIONS") != "true" or not suspects:
+        return
+    first = suspects[0]
+    path = workspace_path(verdict, first.file)
+    message = f"{verdict.test_id}: {verdict.verdict}: {first.evidence}. {verdict.reason}"
+    title = f"flakewarden stress: {verdict.verdict}"
+    annotation = Annotation(WARNING, title, message[:4000], path, first.line if path else None)
+    sys.stdout.write(format_command(annotation) + "\n")
+    sys.stdout.flush()
+
+
+def where_lines(verdict: Verdict, blob: str) -> list[str]:
+    """The first three suspects, each a permalink at the stressed commit when ``blob`` is set."""
+    out = []
+    for suspect in verdict.suspects[:3]:
+        path = workspace_path(verdict, suspect.file)
+        place = md.code(suspect.location)
+        if blob and path:
+            place = md.link(f"{path}:{suspect.line}", f"{blob}/{path}#L{suspect.line}")
+        out.append(
+            f"- {place}: {md.code(suspect.text)} ({suspect.score:.2f}): "
+            f"{md.escape(suspect.evidence)}"
+        )
+    return out
+
+
+def verdict_comment(verdict: Verdict, link: str, blob: str = "") -> str:
     allowed = "allowed" if verdict.quarantine_allowed else "refused"
     lines = [
         f"**flakewarden stress verdict: `{verdict.verdict}`** (quarantine {allowed})",
         "",
         verdict.reason,
         "",
+    ]
+    where = where_lines(verdict, blob)
+    if where:
+        lines += ["Where to look:", "", *where, ""]
+    lines += [
         f"Rule: {verdict.rule}",
         "",
         "```text",
@@ -250,7 +297,8 @@ def comment_verdict(
             return False
         issue = next((i for i in issues if i.state == "open"), issues[0])
         link = ctx.run_url
-        tracker.comment(issue.number, verdict_comment(verdict, link))
+        blob = f"{ctx.server_url}/{repository}/blob/{ctx.sha}" if ctx.sha else ""
+        tracker.comment(issue.number, verdict_comment(verdict, link, blob))
         marker = dict(issue.marker)
         marker.update(
             verdict=verdict.verdict,
@@ -259,6 +307,7 @@ def comment_verdict(
             verdict_knob=verdict.knob,
             verdict_quarantine_allowed=verdict.quarantine_allowed,
             verdict_bound=verdict_bound(verdict),
+            verdict_where=[s.location for s in verdict.suspects[:3]],
         )
         tracker.update(issue, marker)
     except Exception as exc:  # fail-open: bookkeeping never changes the verdict's exit code

@@ -157,6 +157,7 @@ def where_phase(ctx: PhaseContext) -> PhaseResult:
             "passing": sum(not s.failed for s in arm.samples if s.lines is not None),
         },
         "threshold": THRESHOLD,
+        "rootdir": str(ctx.probe.rootdir),  # the suspects' files are relative to it
         "seconds": round(ctx.budget.elapsed() - spent_before, 3),
     }
     return found.result(dataclasses.replace(finding, where=where))

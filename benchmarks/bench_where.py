@@ -41,7 +41,7 @@ PYTEST = [sys.executable, "-m", "pytest", "-p", "no:randomly"]
 def cause_named(case: Case, verdict: dict[str, Any]) -> bool:
     """The verdict names the cause the case's fix addresses."""
     if case.kind == "deadline":
-        return bool(verdict.get("timing", {}).get("deadline"))
+        return bool((verdict.get("timing") or {}).get("deadline"))
     if verdict["verdict"] != case.verdict:
         return False
     if case.verdict == "race":
@@ -77,7 +77,9 @@ def trial(case: Case, budget: str) -> dict[str, Any]:
     if not verdict:
         return {"verdict": "none", "cause": False, "rank": 0, "where_s": 0.0, "before_s": seconds}
     where = verdict.get("where") or {}
+    # the where phase, and the interleaving phase that refines a race's suspects
     where_s = float(where.get("seconds") or 0.0)
+    where_s += float((verdict.get("timing") or {}).get("seconds") or 0.0)
     return {
         "verdict": verdict["verdict"],
         "detail": verdict.get("knob") or (verdict.get("seeds") or {}).get("kind") or "",

@@ -50,6 +50,16 @@ def _counted(arms: Sequence[Arm]) -> list[Sample]:
 
 
 def interleaving_phase(ctx: PhaseContext) -> PhaseResult:
+    """Tell the race's knob apart; the finding comes back with ``timing`` (and its seconds)."""
+    started = ctx.budget.elapsed()
+    result = _told_apart(ctx)
+    if result.finding is None or not result.finding.timing:
+        return result
+    timing = {**result.finding.timing, "seconds": round(ctx.budget.elapsed() - started, 3)}
+    return dataclasses.replace(result, finding=dataclasses.replace(result.finding, timing=timing))
+
+
+def _told_apart(ctx: PhaseContext) -> PhaseResult:
     found = PhaseEvidence(ctx)
     finding = ctx.finding
     assert finding is not None
@@ -83,6 +93,17 @@ def interleaving_phase(ctx: PhaseContext) -> PhaseResult:
         f"(as many in all) {elsewhere.failures}/{elsewhere.runs}"
     )
     if p < stats.ALPHA and at.rate > elsewhere.rate:
+        chosen, alone = _narrowed(ctx, found, runs, chosen, elsewhere)
+        if alone:
+            counts["alone"] = alone
+            said = (
+                "; ".join(
+                    f"pauses at {line} alone failed it {c['failures']}/{c['runs']} runs"
+                    for line, c in alone.items()
+                )
+                + f", pauses elsewhere (as many in all) {elsewhere.failures}/{elsewhere.runs}"
+            )
+        counts["lines"] = [f"{f}:{n}" for f, n in chosen]
         timing = {"kind": "interleaving", **counts}
         reason = f"{finding.reason.rstrip('.')}; {said}: an interleaving at those lines"
         where = _confirmed(finding.where, chosen, said, source)
@@ -131,10 +152,23 @@ def _limited_runs(
     """Pauses at the chosen lines only, and at every other line the runs executed."""
     ran = {(f, n) for s in runs if s.lines for f, lines in s.lines.items() for n in lines}
     rest = sorted(ran - set(chosen))
-    every = sum(_mean(runs, key) for key in ran) or 1.0
-    at_lines = sum(_mean(runs, key) for key in chosen) or 1.0
+    ctx.say(f"interleaving: pauses at {len(chosen)} suspect line(s), then at the other {len(rest)}")
+    arms = _pause_arms(ctx, found, runs, {"at-suspects": chosen, "elsewhere": rest})
+    return arms["at-suspects"], arms["elsewhere"]
 
-    def env(lines: Sequence[tuple[str, int]], share: float) -> dict[str, str]:
+
+def _pause_arms(
+    ctx: PhaseContext,
+    found: PhaseEvidence,
+    runs: Sequence[Sample],
+    limits: Mapping[str, Sequence[tuple[str, int]]],
+) -> dict[str, Arm]:
+    """One arm per named set of lines, the pauses limited to it, as many in all as the knob's."""
+    ran = {(f, n) for s in runs if s.lines for f, lines in s.lines.items() for n in lines}
+    every = sum(_mean(runs, key) for key in ran) or 1.0
+
+    def env(lines: Sequence[tuple[str, int]]) -> dict[str, str]:
+        share = sum(_mean(runs, key) for key in lines)
         probability = min(MAX_PROBABILITY, YIELD_PROBABILITY * every / max(share, 1.0))
         seed = random.SystemRandom().randrange(1, 2**31)
         return {
@@ -143,24 +177,50 @@ def _limited_runs(
         }
 
     repeat = max(1, min(20, WANTED // (PROCESSES * ROUNDS)))
-    at, elsewhere = Arm("interleaving", "at-suspects"), Arm("interleaving", "elsewhere")
-    found.arms.extend([at, elsewhere])
-    ctx.say(f"interleaving: pauses at {len(chosen)} suspect line(s), then at the other {len(rest)}")
+    arms = {name: Arm("interleaving", name) for name in limits}
+    found.arms.extend(arms.values())
     for _ in range(ROUNDS):
-        if (at.runs >= WANTED and elsewhere.runs >= WANTED) or ctx.budget.spent():
+        if all(a.runs >= WANTED for a in arms.values()) or ctx.budget.spent():
             break
         jobs = [
-            Job("interleaving", name, [ctx.test_id], repeat, NO_RANDOMLY, env(lines, share))
-            for name, lines, share in (
-                ("at-suspects", chosen, at_lines),
-                ("elsewhere", rest, every - at_lines),
-            )
+            Job("interleaving", name, [ctx.test_id], repeat, NO_RANDOMLY, env(lines))
+            for name, lines in limits.items()
             for _ in range(PROCESSES)
         ]
         results = ctx.run(jobs, ctx.options.cores)
-        at = found.tally(at, results[:PROCESSES])
-        elsewhere = found.tally(elsewhere, results[PROCESSES:])
-    return at, elsewhere
+        for index, name in enumerate(limits):
+            part = results[index * PROCESSES : (index + 1) * PROCESSES]
+            arms[name] = found.tally(arms[name], part)
+    return arms
+
+
+def _narrowed(
+    ctx: PhaseContext,
+    found: PhaseEvidence,
+    runs: Sequence[Sample],
+    chosen: list[tuple[str, int]],
+    elsewhere: Arm,
+) -> tuple[list[tuple[str, int]], dict[str, dict[str, int]]]:
+    """The fewest of the chosen lines whose pauses alone fail it: each line alone, confirmed.
+
+    When no line alone does (the interleaving needs pauses at two of them), the set stays.
+    """
+    if len(chosen) < 2 or ctx.budget.spent():
+        return chosen, {}
+    names = {f"at {f}:{n}": (f, n) for f, n in chosen}
+    ctx.say(f"interleaving: pauses at each of the {len(chosen)} lines alone")
+    arms = _pause_arms(ctx, found, runs, {name: [line] for name, line in names.items()})
+    kept = {
+        name: arm
+        for name, arm in arms.items()
+        if arm.rate > elsewhere.rate
+        and stats.fisher_greater(elsewhere.failures, elsewhere.runs, arm.failures, arm.runs)
+        < stats.ALPHA
+    }
+    if not kept:
+        return chosen, {}
+    alone = {name[3:]: {"runs": a.runs, "failures": a.failures} for name, a in kept.items()}
+    return [names[name] for name in kept], alone
 
 
 def _deadline(ctx: PhaseContext, runs: Sequence[Sample], source: Any) -> Optional[dict[str, Any]]:

@@ -41,6 +41,7 @@ SHARE = 0.25  # of the time spent before: "in under a quarter more time"
 MIN_SECONDS = 10.0
 SHOWN = 10  # suspects kept in the verdict
 WANTED = 6  # failing and passing runs with line counts that end the targeted runs
+ENOUGH_RUNS = 200  # counted runs after which the targeted runs end, whatever their outcomes
 LINES = {"FLAKEWARDEN_LINES": "1"}
 CUE_WEIGHT = 0.3
 SEED_CUE_WEIGHT = 0.6  # a seed the replays confirmed: a line with its cue is direct evidence
@@ -147,6 +148,8 @@ def where_phase(ctx: PhaseContext) -> PhaseResult:
             break
         if runs and all(s.failed for s in runs) and len(runs) >= WANTED // 2:
             break  # it fails every time here: the traceback and the failing path are the evidence
+        if len(runs) >= ENOUGH_RUNS:
+            break  # one side stays rare: compare what there is
     suspects, note = localise(ctx, arm.samples, _kind_cues(ctx))
     found.note(f"where: {note}")
     where = {

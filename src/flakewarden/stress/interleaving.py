@@ -29,6 +29,7 @@ from flakewarden.stress.knobs import YIELD_PROBABILITY
 from flakewarden.stress.load import LOAD_KNOBS
 from flakewarden.stress.phase import Finding, PhaseContext, PhaseEvidence, PhaseResult
 from flakewarden.stress.runs import NO_RANDOMLY, Job
+from flakewarden.stress.where import MIN_SECONDS, SHARE
 
 MAX_PROBABILITY = 0.2  # pauses limited to a few lines: never at every opcode
 SUSPECTS = 3  # the lines the pauses are limited to
@@ -179,8 +180,10 @@ def _pause_arms(
     repeat = max(1, min(20, WANTED // (PROCESSES * ROUNDS)))
     arms = {name: Arm("interleaving", name) for name in limits}
     found.arms.extend(arms.values())
-    for _ in range(ROUNDS):
-        if all(a.runs >= WANTED for a in arms.values()) or ctx.budget.spent():
+    for round_number in range(ROUNDS):
+        if all(a.runs >= WANTED for a in arms.values()):
+            break
+        if round_number and _out_of_time(ctx):  # the first round always runs
             break
         jobs = [
             Job("interleaving", name, [ctx.test_id], repeat, NO_RANDOMLY, env(lines))
@@ -194,6 +197,16 @@ def _pause_arms(
     return arms
 
 
+def _out_of_time(ctx: PhaseContext) -> bool:
+    """The localisation's share of the time is spent (shared with the where phase).
+
+    A quarter of the time the verdict took before the localisation, at least ``MIN_SECONDS``.
+    """
+    before = float(ctx.finding.where.get("before", 0.0)) if ctx.finding is not None else 0.0
+    allowed = max(MIN_SECONDS, SHARE * before)
+    return ctx.budget.spent() or ctx.budget.elapsed() > before + allowed
+
+
 def _narrowed(
     ctx: PhaseContext,
     found: PhaseEvidence,
@@ -205,7 +218,7 @@ def _narrowed(
 
     When no line alone does (the interleaving needs pauses at two of them), the set stays.
     """
-    if len(chosen) < 2 or ctx.budget.spent():
+    if len(chosen) < 2 or _out_of_time(ctx):
         return chosen, {}
     names = {f"at {f}:{n}": (f, n) for f, n in chosen}
     ctx.say(f"interleaving: pauses at each of the {len(chosen)} lines alone")

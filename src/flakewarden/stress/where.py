@@ -162,6 +162,7 @@ def where_phase(ctx: PhaseContext) -> PhaseResult:
         "threshold": THRESHOLD,
         "rootdir": str(ctx.probe.rootdir),  # the suspects' files are relative to it
         "seconds": round(ctx.budget.elapsed() - spent_before, 3),
+        "before": round(spent_before, 3),  # the verdict's own time: the refiners' share of it
     }
     return found.result(dataclasses.replace(finding, where=where))
 

@@ -165,6 +165,9 @@ def draws_phase(ctx: PhaseContext) -> PhaseResult:
     runs = _seeded(ctx.arms, bool(ctx.facts.non_idempotent))
     one_sided = all(s.failed for s in runs) or not any(s.failed for s in runs)
     if one_sided and len({s.hash_seed for s in runs}) < SWEEP_PROCESSES:
+        if ctx.budget.spent():
+            found.note("draws: the budget was spent before hash seeds of its own were tried")
+            return found.result(facts=facts)
         runs += _sweep(ctx, found)
     failing = next((s for s in runs if s.failed and s.random_seed is not None), None)
     passing = _passing_for(failing, runs)

@@ -45,7 +45,7 @@ def cause_named(case: Case, verdict: dict[str, Any]) -> bool:
     if verdict["verdict"] != case.verdict:
         return False
     if case.verdict == "race":
-        return not case.detail or verdict.get("knob") == case.detail
+        return not case.detail or verdict.get("knob") in case.detail.split()
     return (verdict.get("seeds") or {}).get("kind") == case.detail
 
 

@@ -169,7 +169,16 @@ def draws_phase(ctx: PhaseContext) -> PhaseResult:
             found.note("draws: the budget was spent before hash seeds of its own were tried")
             return found.result(facts=facts)
         runs += _sweep(ctx, found)
-    failing = next((s for s in runs if s.failed and s.random_seed is not None), None)
+    failing = next(
+        (
+            s
+            for s in runs
+            if s.failed
+            and s.random_seed is not None
+            and any(not o.failed and o.iteration == s.iteration for o in runs)
+        ),
+        next((s for s in runs if s.failed and s.random_seed is not None), None),
+    )
     passing = _passing_for(failing, runs)
     if failing is None or passing is None:
         hashes = len({s.hash_seed for s in runs})
@@ -233,8 +242,19 @@ def _unexplained(clean: Finding, said: str) -> Finding:
 
 
 def _passing_for(failing: Optional[Sample], runs: Sequence[Sample]) -> Optional[Sample]:
-    """A passing run, under another hash seed than the failing one where there is one."""
-    passes = [s for s in runs if not s.failed and s.random_seed is not None]
+    """A passing run at the same place in its process, under another hash seed if there is one.
+
+    The same place: a first run passes where a repeat fails when the test leaks state into
+    itself or runs cold, whatever the seeds.
+    """
+    passes = [
+        s
+        for s in runs
+        if not s.failed
+        and s.random_seed is not None
+        and failing is not None
+        and s.iteration == failing.iteration
+    ]
     if failing is None or not passes:
         return None
     other = [s for s in passes if s.hash_seed != failing.hash_seed]

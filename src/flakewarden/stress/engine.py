@@ -121,7 +121,7 @@ def run_phases(
     say: Say = _quiet,
     budget_seconds: Optional[float] = None,
     processes: Optional[StressProcesses] = None,
-    refiners: Sequence[Phase] = REFINERS,
+    refiners: Optional[Sequence[Phase]] = None,
 ) -> Verdict:
     """Probe the test, run ``phases`` in order until one finds the verdict, and return it.
 
@@ -130,6 +130,8 @@ def run_phases(
     A list that ends without a finding (no ``TIMING``) is ``inconclusive``.
     """
     _check_needs(phases)
+    if refiners is None:  # the refining phases follow the whole list, not a chosen few
+        refiners = REFINERS if tuple(phases) == PHASES else ()
     if budget_seconds is not None:
         options = dataclasses.replace(options, budget_seconds=budget_seconds)
     resolve_executable(options.command, options.cwd)

@@ -131,14 +131,17 @@ def _diverges(suspect: Suspect) -> bool:
 
 
 def _suspect_lines(finding: Finding, runs: Sequence[Sample], source: Any) -> list[tuple[str, int]]:
-    """The where phase's suspects, else the lines that write shared state the runs executed."""
-    chosen = [(s.file, s.line) for s in _suspects(finding.where)][:SUSPECTS]
-    if chosen:
-        return chosen
+    """At most ``SUSPECTS`` lines: the where phase's suspects found by spectrum or cue, then
+    the busiest writes of shared state the runs executed (a traceback alone names no race)."""
+    found = [
+        (s.file, s.line)
+        for s in _suspects(finding.where)
+        if s.parts.get("spectrum", 0.0) > 0 or s.parts.get("cue", 0.0) > 0
+    ]
     ran = sorted({(f, n) for s in runs if s.lines for f, lines in s.lines.items() for n in lines})
     writes = [(f, n) for f, n in ran if cues.WRITE in source(f).cues.get(n, set())]
     busiest = sorted(writes, key=lambda key: -_mean(runs, key))
-    return busiest[:SUSPECTS]
+    return list(dict.fromkeys([*found, *busiest]))[:SUSPECTS]
 
 
 def _mean(runs: Sequence[Sample], key: tuple[str, int]) -> float:

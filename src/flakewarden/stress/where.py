@@ -32,6 +32,7 @@ from flakewarden.stress import cues
 from flakewarden.stress.arm import Arm, Sample
 from flakewarden.stress.cues import Source, read_source
 from flakewarden.stress.draws import replay_job
+from flakewarden.stress.isolation import REPEAT_RUNS
 from flakewarden.stress.knobs import knob_env
 from flakewarden.stress.phase import PhaseContext, PhaseEvidence, PhaseResult
 from flakewarden.stress.runs import NO_RANDOMLY, Job
@@ -42,6 +43,7 @@ MIN_SECONDS = 10.0
 SHOWN = 10  # suspects kept in the verdict
 WANTED = 6  # failing and passing runs with line counts that end the targeted runs
 ENOUGH_RUNS = 200  # counted runs after which the targeted runs end, whatever their outcomes
+MAX_ROUNDS = 10
 LINES = {"FLAKEWARDEN_LINES": "1"}
 CUE_WEIGHT = 0.3
 SEED_CUE_WEIGHT = 0.6  # a seed the replays confirmed: a line with its cue is direct evidence
@@ -119,10 +121,11 @@ def _targeted_jobs(ctx: PhaseContext, repeat: int) -> tuple[list[Job], int]:
 def _repeat(ctx: PhaseContext) -> int:
     """Runs per process: about a second's worth at the probe's pace, counted lines' cost aside.
 
-    One for a test that leaks state into itself: its repeats fail whatever the cause.
+    For a test that leaks state into itself, the isolation's repeats: its first run passes
+    and its repeats fail, and the lines that differ are where it leaks.
     """
     if ctx.facts.non_idempotent:
-        return 1
+        return REPEAT_RUNS
     return max(1, min(50, int(1.0 / max(ctx.probe.test_seconds, 1e-3))))
 
 
@@ -138,7 +141,9 @@ def where_phase(ctx: PhaseContext) -> PhaseResult:
     found.arms.append(arm)
     ctx.say(f"where: counting the lines each run executes, within {allowed:.0f} s")
     jobs, burn = _targeted_jobs(ctx, _repeat(ctx))
-    while ctx.budget.elapsed() < deadline:
+    for _ in range(MAX_ROUNDS):
+        if ctx.budget.elapsed() >= deadline:
+            break
         results = ctx.run(jobs, ctx.options.cores, burn)
         if jobs[0].knob == "seeds":  # replays of one run each: that run alone counts
             results = [r.at_iteration(r.job.repeat - 1) for r in results]

@@ -104,6 +104,11 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["Recorder", "record_retry", "shard_of"]
 
+if os.environ.get("FLAKEWARDEN_RANDOM_SEED", "").strip():  # before any conftest is loaded
+    from . import seeds as _seeds
+
+    _seeds.early()
+
 _plugin: Optional[Recorder] = None
 _repeat = 1
 _active = False  # this process is the run flakewarden started (or one of its workers)
@@ -117,7 +122,6 @@ _KNOBS = (
     "FLAKEWARDEN_CONCURRENCY",
     "FLAKEWARDEN_LINES",
 )
-SEED_VARIABLE = "FLAKEWARDEN_RANDOM_SEED"
 
 
 def _is_worker(config: Any) -> bool:
@@ -189,11 +193,9 @@ def pytest_configure(config: Any) -> None:
         from . import knobs  # compiled only when asked for: other runs pay nothing
 
         knobs.configure(config, os.path.dirname(os.path.abspath(__file__)))
-    if os.environ.get(SEED_VARIABLE, "").strip():
-        from . import seeds
-
-        if seeds.configure(config) is not None:
-            config.pluginmanager.register(seeds.Reports(), "flakewarden-seeds")
+    seeds = sys.modules.get(f"{__name__}.seeds")  # imported (and seeded) as we were
+    if seeds is not None:
+        seeds.configure(config)
     path = os.environ.get("FLAKEWARDEN_RESULTS")
     if not path or _is_worker(config):
         return

@@ -3,8 +3,8 @@
 A fresh interpreter seeds ``random`` from the operating system, and so does every library
 that makes a generator of its own without a seed (Faker makes one when it is imported,
 numpy's global state is seeded so). A failure that follows those draws then looks like
-noise. With ``FLAKEWARDEN_RANDOM_SEED=<seed>``, as pytest configures the plugin (before it
-collects anything, so before any test module is imported):
+noise. With ``FLAKEWARDEN_RANDOM_SEED=<seed>``, as pytest imports the plugin (``-p``: before
+it loads any conftest or collects anything, so before the project's code runs):
 
 - the ``random`` module is seeded with it;
 - every ``random.Random()`` made with no seed afterwards (and every ``seed()`` call with
@@ -33,12 +33,10 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, Callable, Optional
 
-import pytest
-
 from .recorder import SEED_ATTRIBUTE
 from .variables import read
 
-__all__ = ["SEED_ATTRIBUTE", "VARIABLE", "Reports", "configure", "current", "unconfigure"]
+__all__ = ["SEED_ATTRIBUTE", "VARIABLE", "configure", "current", "early", "unconfigure"]
 
 VARIABLE = "FLAKEWARDEN_RANDOM_SEED"
 NUMPY = "numpy.random"
@@ -56,12 +54,12 @@ def parse(text: str) -> Optional[int]:
     return int(text) if text.isdigit() else None
 
 
-def configure(config: Any) -> Optional[int]:
-    """Seed the process's generators when the variable asks and pytest-randomly does not."""
+def early() -> Optional[int]:
+    """Seed the process's generators, when the variable asks: as the plugin is imported."""
     global _base, _stream, _original_seed, _finder
     seed = read(VARIABLE, parse, "a whole number")
-    if seed is None or _randomly_reseeds(config):
-        return None
+    if seed is None or _base is not None:
+        return _base
     _base = seed
     _stream = random.Random(f"flakewarden:{seed}")
     _original_seed = random.Random.seed
@@ -78,19 +76,36 @@ def configure(config: Any) -> Optional[int]:
     return seed
 
 
+def configure(config: Any) -> Optional[int]:
+    """The process's seed, its reports marked with it; None (and undone) where
+    pytest-randomly reseeds: its seed decides then."""
+    seed = early()
+    if seed is None:
+        return None
+    if _randomly_reseeds(config):
+        unconfigure()
+        return None
+    config.pluginmanager.register(_reports(), "flakewarden-seeds")
+    return seed
+
+
 def current() -> Optional[int]:
     """The process's seed, while installed."""
     return _base
 
 
-class Reports:
-    """Each report of a run carries the process's seed, for its ``test`` record."""
+def _reports() -> Any:
+    """A plugin: each report of a run carries the process's seed, for its ``test`` record."""
+    import pytest  # pytest is running us by now
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
-        outcome = yield
-        if outcome.excinfo is None:
-            setattr(outcome.get_result(), SEED_ATTRIBUTE, _base)
+    class Reports:
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
+            outcome = yield
+            if outcome.excinfo is None:
+                setattr(outcome.get_result(), SEED_ATTRIBUTE, _base)
+
+    return Reports()
 
 
 def _randomly_reseeds(config: Any) -> bool:

@@ -9,6 +9,7 @@ on a loaded two-core machine; no assertion is about time.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -430,8 +431,9 @@ def test_deterministic_failure_is_decided_by_fresh_runs_repeats_and_hash_seeds_o
     # ... forked from one server, under one hash seed: 8 processes with hash seeds of their
     # own failed it too before it was called a real break.
     sweep = arm(data, "draws", "hash-sweep")
-    assert sweep["runs"] == sweep["failures"] == 8
-    assert "it failed under " in data["reason"] and " hash seeds" in data["reason"]
+    assert sweep["runs"] == sweep["failures"] >= 2
+    hashes = re.search(r"it failed under \d+ random seeds and (\d+) hash seeds$", data["reason"])
+    assert hashes is not None and int(hashes[1]) >= 8, data["reason"]
     # Where: no run passed, so the lines it was raised through, innermost first.
     first = data["where"]["suspects"][0]
     assert (first["file"], first["text"]) == ("test_math.py", "assert total == 2")

@@ -144,13 +144,15 @@ def _all_pass(arm: Arm) -> bool:
     return bool(arm.runs) and arm.failures == 0
 
 
-def _sweep(ctx: PhaseContext, found: PhaseEvidence) -> list[Sample]:
-    """Every run failed, or none did: processes with hash seeds (and random seeds) of their own."""
-    ctx.say(f"draws: {SWEEP_PROCESSES} processes with hash seeds of their own")
+def _sweep(ctx: PhaseContext, found: PhaseEvidence, seen: int) -> list[Sample]:
+    """Every run failed, or none did: processes with hash seeds (and random seeds) of their own,
+    enough for ``SWEEP_PROCESSES`` hash seeds in all (each is spawned: a new interpreter)."""
+    count = max(2, SWEEP_PROCESSES - seen)
+    ctx.say(f"draws: {count} processes with hash seeds of their own")
     draw = random.SystemRandom()
     jobs = [
         replay_job(ctx, "draws", "hash-sweep", (draw.randrange(1, 2**31), draw_hash_seed(), 0))
-        for _ in range(SWEEP_PROCESSES)
+        for _ in range(count)
     ]
     arm = Arm("draws", "hash-sweep")
     found.arms.append(arm)
@@ -168,7 +170,7 @@ def draws_phase(ctx: PhaseContext) -> PhaseResult:
         if ctx.budget.spent():
             found.note("draws: the budget was spent before hash seeds of its own were tried")
             return found.result(facts=facts)
-        runs += _sweep(ctx, found)
+        runs += _sweep(ctx, found, len({s.hash_seed for s in runs}))
     failing = next(
         (
             s

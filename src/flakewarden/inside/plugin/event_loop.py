@@ -40,6 +40,8 @@ import sys
 import threading
 from typing import Any, Optional
 
+from .on_import import OnImport
+
 DEFAULT_JITTER_MS = 1.0
 MODULE = "asyncio.base_events"
 _PATCHED = ("__init__", "_run_once", "call_at")
@@ -51,7 +53,7 @@ _seed: Optional[int] = None
 _jitter = 0.0  # seconds
 _loops = 0  # loops given a ``_Ready``, numbering the next one's streams
 _originals: Optional[tuple[Any, dict[str, Any]]] = None  # the class and what it had
-_finder: Optional[_Finder] = None
+_finder: Optional[OnImport] = None
 
 
 def parse(text: str) -> Optional[tuple[int, float]]:
@@ -175,47 +177,11 @@ def _patch(module: Any) -> None:
         setattr(base, name, function)
 
 
-class _Loader:
-    """Runs ``asyncio.base_events`` as its own loader would, then patches it."""
-
-    def __init__(self, loader: Any) -> None:
-        self.loader = loader
-
-    def create_module(self, spec: Any) -> Any:
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        self.loader.exec_module(module)
-        _remove_finder()
-        _patch(module)
-
-    def __getattr__(self, name: str) -> Any:  # get_source, is_package, ...
-        return getattr(self.loader, name)
-
-
-class _Finder:
-    """On ``sys.meta_path`` until ``asyncio.base_events`` loads; every other name: not ours."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != MODULE:
-            return None
-        for finder in list(sys.meta_path):
-            find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
-            spec = find(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _Loader(spec.loader)
-                return spec
-        return None
-
-
 def _remove_finder() -> None:
     global _finder
     finder, _finder = _finder, None
-    if finder is not None and finder in sys.meta_path:
-        sys.meta_path.remove(finder)
+    if finder is not None:
+        finder.remove()
 
 
 def install(count: bool, knob: Optional[tuple[int, float]]) -> None:
@@ -230,8 +196,8 @@ def install(count: bool, knob: Optional[tuple[int, float]]) -> None:
     if module is not None:
         _patch(module)
     elif _finder is None:
-        _finder = _Finder()
-        sys.meta_path.insert(0, _finder)
+        _finder = OnImport(MODULE, _patch)
+        _finder.install()
 
 
 def uninstall() -> None:

@@ -29,10 +29,9 @@ from __future__ import annotations
 
 import random
 import sys
-from collections.abc import Sequence
-from types import ModuleType
 from typing import Any, Callable, Optional
 
+from .on_import import OnImport
 from .recorder import SEED_ATTRIBUTE
 from .variables import read
 
@@ -45,7 +44,7 @@ _base: Optional[int] = None  # the process's seed, while installed
 _stream: Optional[random.Random] = None  # where unseeded generators draw their seeds
 _original_seed: Optional[Callable[..., Any]] = None
 _original_default_rng: Optional[Callable[..., Any]] = None
-_finder: Optional[_NumpyFinder] = None
+_finder: Optional[OnImport] = None
 
 
 def parse(text: str) -> Optional[int]:
@@ -71,8 +70,8 @@ def early() -> Optional[int]:
     if numpy_random is not None:
         _seed_numpy(numpy_random)
     else:
-        _finder = _NumpyFinder()
-        sys.meta_path.insert(0, _finder)
+        _finder = OnImport(NUMPY, _seed_numpy)
+        _finder.install()
     return seed
 
 
@@ -158,42 +157,6 @@ def _seed_numpy(numpy_random: Any) -> None:
         pass
 
 
-class _SeedingLoader:
-    """Runs ``numpy.random``'s own loader, then seeds it before anyone else can draw."""
-
-    def __init__(self, loader: Any) -> None:
-        self.loader = loader
-
-    def create_module(self, spec: Any) -> Optional[ModuleType]:
-        create = getattr(self.loader, "create_module", None)
-        return create(spec) if create is not None else None
-
-    def exec_module(self, module: ModuleType) -> None:
-        self.loader.exec_module(module)
-        _seed_numpy(module)
-
-    def __getattr__(self, name: str) -> Any:  # resources, source: the real loader's
-        return getattr(self.loader, name)
-
-
-class _NumpyFinder:
-    """Finds ``numpy.random`` as the other finders do and hands it the seeding loader."""
-
-    def find_spec(self, name: str, path: Optional[Sequence[str]] = None, target: Any = None) -> Any:
-        if name != NUMPY:
-            return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
-            spec = find(name, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _SeedingLoader(spec.loader)
-                return spec
-        return None
-
-
 def unconfigure() -> None:
     """Undo ``configure``: nothing of ours stays patched after the session."""
     global _base, _stream, _original_seed, _original_default_rng, _finder
@@ -203,6 +166,6 @@ def unconfigure() -> None:
     numpy_random: Any = sys.modules.get(NUMPY)
     if _original_default_rng is not None and numpy_random is not None:
         numpy_random.default_rng = _original_default_rng
-    if _finder is not None and _finder in sys.meta_path:
-        sys.meta_path.remove(_finder)
+    if _finder is not None:
+        _finder.remove()
     _base = _stream = _original_seed = _original_default_rng = _finder = None

@@ -240,44 +240,75 @@ def _narrowed(
 
 
 def _deadline(ctx: PhaseContext, runs: Sequence[Sample], source: Any) -> Optional[dict[str, Any]]:
-    """The deadline the failing runs waited on: in the traceback first, else any they ran."""
+    """The deadline the failure went through (a traceback frame), else the waits with a
+    deadline that every failing run ran, the most often run first (at most three)."""
     failing = [s for s in runs if s.failed and s.lines]
-    ran = sorted({(f, n) for s in failing for f, lines in (s.lines or {}).items() for n in lines})
     text = ctx.first_failure.traceback if ctx.first_failure is not None else ""
-    frames = [(f.replace("\\", "/"), n) for f, n in project_frames(text)]
-    for file, line in [*reversed(frames), *ran]:
+    for file, line in reversed([(f.replace("\\", "/"), n) for f, n in project_frames(text)]):
         value = source(file).deadline(line)
         if value:
-            return {"file": file, "line": line, "text": source(file).text(line), "value": value}
-    return None
+            return {
+                "file": file,
+                "line": line,
+                "text": source(file).text(line),
+                "value": value,
+                "raised": True,
+                "others": [],
+            }
+    ran = {(f, n) for s in failing for f, lines in (s.lines or {}).items() for n in lines}
+    every = [
+        key
+        for key in sorted(ran)
+        if source(key[0]).deadline(key[1])
+        and all((s.lines or {}).get(key[0], {}).get(key[1]) for s in failing)
+    ]
+    if not every:
+        return None
+    ranked = sorted(every, key=lambda key: -_mean(failing, key))[:3]
+    file, line = ranked[0]
+    others = [f"{f}:{n} ({source(f).deadline(n)})" for f, n in ranked[1:]]
+    return {
+        "file": file,
+        "line": line,
+        "text": source(file).text(line),
+        "value": source(file).deadline(line),
+        "raised": False,
+        "others": others,
+        "failing_runs": len(failing),
+    }
 
 
 def _as_deadline(
     finding: Finding, timing: dict[str, Any], deadline: Optional[dict[str, Any]]
 ) -> Finding:
-    """The race explained as a deadline: how slowly it runs decides, and which wait expired."""
+    """The race explained as a deadline: how slowly it runs decides, and the waits it ran."""
     by = timing.get("by", "")
     if deadline is None:
         reason = (
             f"{finding.reason.rstrip('.')}; its failures follow how slowly it runs ({by}), "
-            "not an interleaving: a deadline or a wait too short under load, though none was "
-            "found among the lines it ran"
+            "not an interleaving: a deadline or a wait too short under load, though no wait "
+            "with a deadline ran in every failing run"
         )
         return dataclasses.replace(finding, reason=reason, timing=timing)
     place = f"{deadline['file']}:{deadline['line']}"
+    if deadline["raised"]:
+        which = f"the wait that expired, in the failure's traceback, is at {place}"
+        said = f"the deadline the failure went through: {deadline['value']}"
+    else:
+        which = f"every failing run waited with a deadline at {place}"
+        said = (
+            f"a wait with a deadline ({deadline['value']}) that each of the "
+            f"{deadline['failing_runs']} failing runs ran"
+        )
+        if deadline["others"]:
+            which += f" (and at {', '.join(deadline['others'])})"
     reason = (
         f"a deadline too short under load, not an interleaving: its failures follow how "
-        f"slowly it runs ({by}); the wait that expires is `{deadline['text']}` ({place}), "
-        f"{deadline['value']}: give it slack, or wait on the event rather than the clock. "
-        f"The knob: {finding.reason}"
+        f"slowly it runs ({by}); {which}, {deadline['value']}: give it slack, or wait on "
+        f"the event rather than the clock. The knob: {finding.reason}"
     )
     suspect = Suspect(
-        deadline["file"],
-        deadline["line"],
-        deadline["text"],
-        1.0,
-        f"the deadline the failing runs waited on: {deadline['value']}",
-        {"deadline": 1.0},
+        deadline["file"], deadline["line"], deadline["text"], 1.0, said, {"deadline": 1.0}
     )
     rest = [s for s in _suspects(finding.where) if (s.file, s.line) != (suspect.file, suspect.line)]
     where = {**finding.where, "suspects": [s.to_json() for s in [suspect, *rest]]}

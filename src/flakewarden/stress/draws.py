@@ -35,6 +35,7 @@ from flakewarden.model.verdicts import (
 from flakewarden.stress import stats
 from flakewarden.stress.arm import Arm, Sample
 from flakewarden.stress.forkserver import HASH_SEED, draw_hash_seed
+from flakewarden.stress.isolation import always_fails
 from flakewarden.stress.knobs import RANDOM_SEED_VARIABLE
 from flakewarden.stress.phase import (
     Finding,
@@ -136,10 +137,6 @@ def _command(ctx: PhaseContext, seeds: Seeds) -> str:
     return ctx.reproduce([ctx.test_id], replay=replay_variables(seeds))
 
 
-def _all_fail(arm: Arm) -> bool:
-    return bool(arm.runs) and arm.failures == arm.runs
-
-
 def _all_pass(arm: Arm) -> bool:
     return bool(arm.runs) and arm.failures == 0
 
@@ -210,7 +207,7 @@ def draws_phase(ctx: PhaseContext) -> PhaseResult:
         arms["failing-seeds"].failures,
         arms["failing-seeds"].runs,
     )
-    decided = _all_fail(arms["failing-seeds"]) and _all_pass(arms["passing-seeds"])
+    decided = always_fails(arms["failing-seeds"]) and _all_pass(arms["passing-seeds"])
     if not (decided and p < stats.ALPHA):
         said = (
             f"the failing seeds failed {arms['failing-seeds'].failures}/"
@@ -265,11 +262,11 @@ def _passing_for(failing: Optional[Sample], runs: Sequence[Sample]) -> Optional[
 
 def _kind(random_arm: Arm, hash_arm: Arm) -> str:
     """Which seed carries the failure, from the two swapped replays."""
-    if _all_fail(random_arm) and _all_pass(hash_arm):
+    if always_fails(random_arm) and _all_pass(hash_arm):
         return "random"
-    if _all_pass(random_arm) and _all_fail(hash_arm):
+    if _all_pass(random_arm) and always_fails(hash_arm):
         return "hash"
-    if _all_fail(random_arm) and _all_fail(hash_arm):
+    if always_fails(random_arm) and always_fails(hash_arm):
         return "either"
     return "pair"
 

@@ -35,7 +35,7 @@ from .on_import import OnImport
 from .recorder import SEED_ATTRIBUTE
 from .variables import read
 
-__all__ = ["SEED_ATTRIBUTE", "VARIABLE", "configure", "current", "early", "unconfigure"]
+__all__ = ["SEED_ATTRIBUTE", "VARIABLE", "configure", "early", "unconfigure"]
 
 VARIABLE = "FLAKEWARDEN_RANDOM_SEED"
 NUMPY = "numpy.random"
@@ -86,11 +86,6 @@ def configure(config: Any) -> Optional[int]:
         return None
     config.pluginmanager.register(_reports(), "flakewarden-seeds")
     return seed
-
-
-def current() -> Optional[int]:
-    """The process's seed, while installed."""
-    return _base
 
 
 def _reports() -> Any:

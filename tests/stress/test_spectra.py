@@ -122,3 +122,36 @@ def test_a_suspect_survives_json_and_hostile_text_stays_text() -> None:
     again = Suspect.from_json(json.loads(json.dumps(suspect.to_json())))
     assert again == suspect
     assert again.location == "a b/`m`.py:3"
+
+
+def test_a_deadline_is_named_from_what_the_runs_show() -> None:
+    from flakewarden.stress.interleaving import _as_deadline
+    from flakewarden.stress.phase import Finding
+
+    race = Finding("race", "the failure rate climbs under cpu-load", "rule", knob="cpu-load")
+    timing = {"kind": "deadline", "by": "the cpu-load knob only slows the test"}
+    ran = {
+        "file": "report.py",
+        "line": 33,
+        "text": "worker.join(timeout=DEADLINE)",
+        "value": "DEADLINE (= 0.25)",
+        "raised": False,
+        "others": ["report.py:40 (0.5)"],
+        "failing_runs": 14,
+    }
+    named = _as_deadline(race, timing, ran)
+    assert named.verdict == "race" and named.timing["deadline"] == ran
+    assert "every failing run waited with a deadline at report.py:33 (and at report.py:40" in (
+        named.reason
+    )
+    assert "worker.join" not in named.reason  # the source line is in where, not the reason
+    first = Suspect.from_json(named.where["suspects"][0])
+    assert (first.file, first.line, first.parts) == ("report.py", 33, {"deadline": 1.0})
+    assert "each of the 14 failing runs ran" in first.evidence
+    raised = _as_deadline(race, timing, {**ran, "raised": True, "others": []})
+    assert "the wait that expired, in the failure's traceback, is at report.py:33" in (
+        raised.reason
+    )
+    unnamed = _as_deadline(race, timing, None)
+    assert "no wait with a deadline ran in every failing run" in unnamed.reason
+    assert "deadline" not in unnamed.timing

@@ -12,6 +12,7 @@ import random
 import pytest
 
 from flakewarden.model.binomial import upper_bound
+from flakewarden.stress.bounds import KnobBound, share_lower_bound
 from flakewarden.stress.sequential import (
     BOUNDED,
     OPEN,
@@ -151,6 +152,84 @@ def test_the_margin_grows_with_the_baseline_rate() -> None:
     margin = Margin(0.0025, 0.5)
     assert margin.at(0.0) == 0.0025
     assert margin.at(0.20) == pytest.approx(0.10)
+
+
+def test_past_half_the_margin_stops_half_the_way_to_certain_failure() -> None:
+    margin = Margin(0.0025, 0.5)
+    assert margin.at(0.5) == pytest.approx(0.25)
+    assert margin.at(0.68) == pytest.approx(0.16)
+    assert 0.68 + margin.at(0.68) < 1.0
+    assert margin.at(0.999) == 0.0025  # nothing binds this close to 100%
+
+
+def test_a_bound_of_100_percent_or_a_margin_reaching_it_bounds_nothing() -> None:
+    # The statement once accepted: 7 processes, every one failing, a baseline whose
+    # share was at least 68.37% and a margin of half of it.
+    no_limit = KnobBound(1.0, 0.6837, 0.3163, 0.3418, 7, "processes")
+    assert not no_limit.binds and not no_limit.met
+    assert "rule out no rate" in no_limit.describe()
+    past_certain = KnobBound(0.95, 0.70, 0.25, 0.35, 7000)
+    assert past_certain.increase <= past_certain.margin
+    assert not past_certain.binds and not past_certain.met
+    assert "reaches 100%" in past_certain.describe()
+    binding = KnobBound(0.80, 0.68, 0.12, 0.16, 7000)
+    assert binding.binds and binding.met
+    assert "above 80.00%" in binding.describe()
+
+
+def _clustered_process(rng: random.Random, rate: float, runs: int) -> Counts:
+    """A process whose runs share their fate: it draws its own rate, mean ``rate``."""
+    own = rng.betavariate(rate * 2, (1 - rate) * 2)
+    return Counts(runs, sum(rng.random() < own for _ in range(runs)))
+
+
+def test_a_clustered_bound_is_on_the_per_run_rate_and_covers_it_at_every_look() -> None:
+    """Seeded: processes as units, each by its share of failing runs; the bound misses
+    the true per-run rate in at most beta of trials, though runs in a process share fate."""
+    rng = random.Random(5)
+    rate, trials, missed = 0.13, 200, 0
+    for _ in range(trials):
+        bound = RateBound()
+        for _ in range(20):
+            processes = [_clustered_process(rng, rate, 50) for _ in range(3)]
+            bound.add_shares(len(processes), sum(p.failures / p.runs for p in processes))
+            if bound.upper() < rate:
+                missed += 1
+                break
+    assert missed / trials <= 0.10, missed
+    # ... and, unlike the share of failing processes (near 100% here), it rules rates out.
+    assert bound.upper() < 0.5
+
+
+def test_the_lower_bound_on_shares_holds_and_closes_in() -> None:
+    rng = random.Random(8)
+    rate, trials, above = 0.13, 400, 0
+    for _ in range(trials):
+        shares = [_clustered_process(rng, rate, 50) for _ in range(30)]
+        low = share_lower_bound(sum(p.failures / p.runs for p in shares), len(shares), 0.95)
+        above += low > rate
+    assert above / trials <= 0.05, above
+    assert share_lower_bound(0.0, 30, 0.95) == 0.0
+    assert 0.05 < share_lower_bound(0.13 * 300, 300, 0.95) < 0.13
+
+
+def test_clustered_failures_are_bounded_per_run_not_by_failing_processes() -> None:
+    # 13% of runs fail, 100 runs a process, the failures bunched: nearly every process
+    # fails somewhere, so a share of failing processes could bound nothing.
+    rng = random.Random(13)
+    sequential = Sequential(KNOBS)
+    for _ in range(30):
+        sequential.add_round(
+            {
+                arm: [_clustered_process(rng, 0.13, 100) for _ in range(2)]
+                for arm in ("baseline", *KNOBS)
+            }
+        )
+    bound = sequential.bound("cpu-load")
+    assert bound.unit == "processes"
+    assert bound.baseline_rate < 0.13 < bound.upper < 0.5
+    assert "rate per run above" in bound.describe()
+    assert bound.met == (bound.binds and bound.increase <= bound.margin)
 
 
 def test_a_knob_that_drew_more_failures_by_chance_still_gets_a_budget() -> None:

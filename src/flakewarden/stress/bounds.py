@@ -5,7 +5,15 @@ that a plug-in likelihood ratio test martingale rejects at level ``beta``
 (predictable estimate from earlier rounds against q). A knob whose rate
 exceeded the bound would have been seen with probability at least
 ``1 - beta``. The knob is *bounded* when the bound minus the baseline's rate
-is within the margin (``Margin``). ``sequential`` weighs the knobs with it.
+is within the margin (``Margin``), and only when that statement can bind: a bound of 100%,
+or a baseline plus margin of 100% or more, rules nothing out. ``sequential`` weighs the
+knobs with it.
+
+When the runs of a process share their fate, the processes are the independent units: each
+counts once, by the share of its runs that failed (a value in [0, 1]). The same martingale
+bounds the mean of such shares, which is the per-run rate: the likelihood ratio of a share
+x, (p/q)^x ((1-p)/(1-q))^(1-x), is convex in x, so its mean under any distribution on
+[0, 1] with mean q is at most its mean under a coin with chance q, which is 1.
 """
 
 from __future__ import annotations
@@ -30,12 +38,16 @@ class Margin(NamedTuple):
     relative: float = RELATIVE_MARGIN
 
     def at(self, baseline_rate: float) -> float:
-        return max(self.absolute, self.relative * baseline_rate)
+        """The margin at a baseline rate: past a rate of 50%, at most half the way to 100%,
+        so that a bound within it still rules a rate out."""
+        relative = min(self.relative * baseline_rate, (1.0 - baseline_rate) / 2)
+        return max(self.absolute, relative)
 
     def describe(self) -> str:
         return (
             f"{100 * self.absolute:.2f} percentage points, or {100 * self.relative:.0f}% of "
-            "the baseline's rate when that is larger"
+            "the baseline's rate when that is larger (at most half the way from the "
+            "baseline's rate to 100%)"
         )
 
 
@@ -47,7 +59,7 @@ class Counts(NamedTuple):
     failures: int
 
 
-def _log_bernoulli(failures: int, runs: int, p: float) -> float:
+def _log_bernoulli(failures: float, runs: float, p: float) -> float:
     if p <= 0.0:
         return 0.0 if failures == 0 else -math.inf
     if p >= 1.0:
@@ -70,25 +82,34 @@ class RateBound:
     def __init__(self, beta: float = BETA) -> None:
         self.beta = beta
         self.runs = 0
-        self.failures = 0
-        self.rounds: list[tuple[float, float, int, int]] = []  # (estimate, log-lik, runs, fails)
-        self._prefix: Optional[tuple[list[float], list[float], list[int], list[int]]] = None
-        self.first: Optional[Counts] = None  # estimated by half the candidate rate
+        self.failures: float = 0.0  # a sum of shares when the units are processes
+        # (estimate, log-likelihood, units, failures) per round after the first
+        self.rounds: list[tuple[float, float, int, float]] = []
+        self._prefix: Optional[tuple[list[float], list[float], list[int], list[float]]] = None
+        self.first: Optional[tuple[int, float]] = None  # estimated by half the candidate rate
 
     def add(self, counts: Counts) -> None:
+        """One round of independent runs: how many ran, and how many failed."""
+        self.add_shares(counts.runs, counts.failures)
+
+    def add_shares(self, units: int, failed: float) -> None:
+        """One round of independent units, ``failed`` the sum of each unit's share in [0, 1]."""
         if self.first is None:
-            self.first = counts
+            self.first = (units, failed)
         else:
             estimate = (self.failures + PSEUDO_FAILURES) / (self.runs + 1)
-            own = _log_bernoulli(counts.failures, counts.runs, estimate)
-            bisect.insort(self.rounds, (estimate, own, counts.runs, counts.failures))
-        self.runs += counts.runs
-        self.failures += counts.failures
+            own = _log_bernoulli(failed, units, estimate)
+            bisect.insort(self.rounds, (estimate, own, units, failed))
+        self.runs += units
+        self.failures += failed
         self._prefix = None
 
-    def _sums(self) -> tuple[list[float], list[float], list[int], list[int]]:
+    def _sums(self) -> tuple[list[float], list[float], list[int], list[float]]:
         if self._prefix is None:
-            keys, own, runs, fails = [], [0.0], [0], [0]
+            keys: list[float] = []
+            own: list[float] = [0.0]
+            runs: list[int] = [0]
+            fails: list[float] = [0.0]
             for estimate, log_lik, n, f in self.rounds:
                 keys.append(estimate)
                 own.append(own[-1] + log_lik)
@@ -102,10 +123,8 @@ class RateBound:
         i = bisect.bisect_left(keys, q)  # rounds whose estimate is below q
         total = own[i] - _log_bernoulli(fails[i], runs[i], q)
         if self.first is not None:
-            first = self.first
-            total += _log_bernoulli(first.failures, first.runs, q / 2) - _log_bernoulli(
-                first.failures, first.runs, q
-            )
+            units, failed = self.first
+            total += _log_bernoulli(failed, units, q / 2) - _log_bernoulli(failed, units, q)
         return total
 
     def upper(self) -> float:
@@ -140,6 +159,37 @@ def anytime_upper_bound(rounds: Sequence[Counts], beta: float = BETA) -> float:
     return bound.upper()
 
 
+def share_lower_bound(failed: float, units: int, confidence: float) -> float:
+    """What the mean of ``units`` independent shares in [0, 1] is at least (one-sided).
+
+    The Chernoff bound with the Bernoulli relative entropy holds for any variables on
+    [0, 1]: the smallest mean m whose divergence from the observed mean, times the
+    units, stays within log(1 / (1 - confidence)).
+    """
+    if units <= 0 or failed <= 0:
+        return 0.0
+    mean = min(1.0, failed / units)
+    limit = math.log(1 / (1 - confidence)) / units
+    low, high = 0.0, mean
+    for _ in range(60):
+        mid = (low + high) / 2
+        if _divergence(mean, mid) > limit:
+            low = mid
+        else:
+            high = mid
+    return high
+
+
+def _divergence(mean: float, m: float) -> float:
+    """The Bernoulli relative entropy KL(mean || m)."""
+    total = 0.0
+    if mean > 0:
+        total += mean * math.log(mean / m) if m > 0 else math.inf
+    if mean < 1:
+        total += (1 - mean) * math.log((1 - mean) / (1 - m)) if m < 1 else math.inf
+    return total
+
+
 class KnobBound(NamedTuple):
     """What one knob's runs exclude: its rate is below ``upper`` (``1 - beta``)."""
 
@@ -148,24 +198,47 @@ class KnobBound(NamedTuple):
     increase: float  # upper - baseline_rate, at least 0
     margin: float
     runs: int
-    unit: str = "runs"  # "processes" when the failures cluster by process
+    # "processes" when the failures cluster by process: the bound is still on the per-run
+    # rate, with each process one unit weighted by the share of its runs that failed
+    unit: str = "runs"
     # runs over every level of a load knob that escalated (its bound counts the last level's)
     overall: int = 0
 
     @property
+    def binds(self) -> bool:
+        """The statement rules a rate out: the bound is below 100%, and so is the
+        baseline plus the margin (at or past it, no knob could be caught exceeding it)."""
+        return self.upper < 1.0 and self.baseline_rate + self.margin < 1.0
+
+    @property
     def met(self) -> bool:
-        return self.increase <= self.margin
+        return self.binds and self.increase <= self.margin
 
     def describe(self, beta: float = BETA) -> str:
-        what = "rate" if self.unit == "runs" else "share of failing processes"
         level = (
             f" at its last level ({self.overall:,} runs over all its levels)"
             if self.overall > self.runs and self.unit == "runs"
             else ""
         )
-        return (
-            f"a knob raising the {what} above {100 * self.upper:.2f}% (baseline at least "
-            f"{100 * self.baseline_rate:.2f}% + {100 * self.increase:.2f} points) would have "
-            f"been seen with {100 * (1 - beta):.0f}% probability in its {self.runs:,} "
-            f"{self.unit}{level}"
+        units = (
+            f"{self.runs:,} runs{level}"
+            if self.unit == "runs"
+            else f"{self.runs:,} processes (their failures cluster by process, so each "
+            "process counts once, by the share of its runs that failed)"
         )
+        if self.upper >= 1.0:
+            return (
+                f"its {units} rule out no rate: a knob raising the rate to 100% could "
+                "have gone unseen"
+            )
+        statement = (
+            f"a knob raising the rate per run above {100 * self.upper:.2f}% (baseline at "
+            f"least {100 * self.baseline_rate:.2f}% + {100 * self.increase:.2f} points) "
+            f"would have been seen with {100 * (1 - beta):.0f}% probability in its {units}"
+        )
+        if self.baseline_rate + self.margin >= 1.0:
+            statement += (
+                f"; the margin ({100 * self.margin:.2f} points over that baseline) reaches "
+                "100%, so no bound rules out an effect within it"
+            )
+        return statement

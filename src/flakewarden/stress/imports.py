@@ -125,6 +125,13 @@ def from_collection(
             "collection could not be replayed apart from its runs"
         )
         return None
+    if ctx.probe.narrowed:
+        found.note(
+            "order: the recorded run's collection was not replayed, so no module's import "
+            "was searched: what the command collects does not collect (see the narrowed "
+            "collection above)"
+        )
+        return None
     paths = _recorded_collection(ctx)
     ctx.say("order: collecting what the command collects, running only the test")
     replayed = Arm("order", "recorded-collection", command=_collection_command(ctx, paths))

@@ -3,6 +3,13 @@
 It shows whether the test can run at all (an error verdict when it cannot),
 whether pytest-randomly is in use, what pytest parsed as positional arguments
 and how long the test takes: what every later phase's processes are built from.
+
+When collecting what the command collects fails in a module other than the
+test's own (an optional test dependency missing, say), the probe runs again
+collecting only the test's module, as every later process does: the test is
+stressed, the collection is said to be narrowed and why, and only what needs the
+whole suite's collection (the search for a module whose import fails the test)
+is skipped. An ``error`` stays for a test that cannot itself be collected or run.
 """
 
 from __future__ import annotations
@@ -16,8 +23,17 @@ from flakewarden.errors import UsageError
 from flakewarden.model import AttemptOutcome, first_line
 from flakewarden.model.verdicts import ERROR
 from flakewarden.runner import pytest_args
+from flakewarden.runner.pytest_args import test_file
 from flakewarden.stress.phase import Finding
-from flakewarden.stress.runs import Job, Probe, Say, StressOptions, StressProcesses, log_tail
+from flakewarden.stress.runs import (
+    Job,
+    JobResult,
+    Probe,
+    Say,
+    StressOptions,
+    StressProcesses,
+    log_tail,
+)
 from flakewarden.stress.verdict import Failure
 
 
@@ -67,6 +83,11 @@ def run_probe(options: StressOptions, processes: StressProcesses, say: Say) -> P
         base_args=("--tb=long",) if split is None else (),
         randomly=config.get("randomly_seed") is not None,
     )
+    if not result.records and result.results.collect_errors:
+        narrowed = _narrowed(options, processes, say, probe, result.results.collect_errors)
+        if narrowed is not None:
+            result, probe = narrowed
+            notes = (*notes, probe.narrowed)
     if not result.records:
         if result.results.collect_errors:
             where, text = result.results.collect_errors[0]
@@ -98,3 +119,36 @@ def run_probe(options: StressOptions, processes: StressProcesses, say: Say) -> P
             notes,
         )
     return ProbeResult(probe, notes=notes)
+
+
+def _narrowed(
+    options: StressOptions,
+    processes: StressProcesses,
+    say: Say,
+    probe: Probe,
+    errors: list[tuple[str, str]],
+) -> Optional[tuple[JobResult, Probe]]:
+    """The probe again on the test's own module, when only other modules failed to collect.
+
+    None when narrowing cannot help or cannot be done: an error in the test's own module
+    or a conftest (no node id), or a command that does not start pytest directly (its
+    collection is not ours to choose).
+    """
+    own = test_file(options.test_id)
+    where, text = errors[0]
+    if probe.split is None or any(
+        not cid or cid in (".", own) or not cid.endswith(".py") for cid, _ in errors
+    ):
+        return None
+    say(f"probe: collecting {where} failed; collecting only {own}, as every later process does")
+    [result] = processes.run_jobs([Job("probe", "narrowed", [options.test_id])], 1, probe=probe)
+    if not result.records:
+        return None
+    others = "" if len(errors) == 1 else f" and {len(errors) - 1} more module(s)"
+    reason = (
+        f"collection narrowed to {own}: collecting what the command collects fails in "
+        f"{where}{others} ({first_line(text)}), not in the test's module; every process "
+        "collects the test's module only, and the search for a module whose import fails "
+        "the test, which needs the whole collection, was skipped"
+    )
+    return result, dataclasses.replace(probe, narrowed=reason)

@@ -151,6 +151,9 @@ class Probe:
     base_args: tuple[str, ...] = ()  # what every process adds when the plugin selects the test
     test_seconds: float = DEFAULT_TEST_SECONDS  # the test's mean duration in the probe
     randomly: bool = False  # pytest-randomly is in use
+    # Why collection was narrowed to the test's module ("" when it was not): what the
+    # command collects fails to collect elsewhere.
+    narrowed: str = ""
 
     def reproduce(
         self,

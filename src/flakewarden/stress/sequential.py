@@ -41,6 +41,7 @@ from flakewarden.stress.bounds import (
     Margin,
     RateBound,
     anytime_upper_bound,
+    share_lower_bound,
 )
 
 __all__ = [
@@ -80,10 +81,10 @@ def _total(processes: Sequence[Counts]) -> Counts:
     return Counts(sum(p.runs for p in processes), sum(p.failures for p in processes))
 
 
-def _units(processes: Sequence[Counts]) -> Counts:
-    """Processes as the units: how many ran, and how many failed at least once."""
+def _shares(processes: Sequence[Counts]) -> tuple[int, float]:
+    """Processes as the units: how many ran, and the sum of their shares of failing runs."""
     ran = [p for p in processes if p.runs]
-    return Counts(len(ran), sum(1 for p in ran if p.failures))
+    return len(ran), math.fsum(p.failures / p.runs for p in ran)
 
 
 def _log_sum(values: Iterable[float]) -> float:
@@ -192,7 +193,7 @@ class Sequential:
         if not processes:
             return
         self.rate_bounds[arm].add(_total(processes))
-        self.process_bounds[arm].add(_units(processes))
+        self.process_bounds[arm].add_shares(*_shares(processes))
         self.processes[arm].extend(processes)
 
     def clustered(self, arm: str) -> bool:
@@ -254,9 +255,11 @@ class Sequential:
         cached = self._bounds.get(knob)
         if cached is None:
             if self.clustered(knob) or self.clustered("baseline"):
+                # The per-run rate still, with each process one unit: runs that share
+                # their fate are not independent evidence.
                 upper = self.process_bounds[knob].upper()
-                base_units = _units(self.processes["baseline"])
-                base = lower_bound(base_units.failures, base_units.runs, BASELINE_CONFIDENCE)
+                units, failed = _shares(self.processes["baseline"])
+                base = share_lower_bound(failed, units, BASELINE_CONFIDENCE)
                 unit = "processes"
                 count = len(self.processes[knob])
             else:
@@ -356,6 +359,8 @@ class Sequential:
         the margin of the baseline's lower bound; None when no number of runs would do."""
         if widen * rate >= rate + self.margin.at(rate):
             return None  # even exact rates would leave the widened bound above the margin
+        if rate + self.margin.at(rate) >= 1.0:
+            return None  # no bound within that margin could rule anything out
         n = start
         for _ in range(20):  # up to a million times the runs so far
             n *= 2

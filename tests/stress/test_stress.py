@@ -165,8 +165,12 @@ def test_a_deadline_sized_at_import_is_a_race_under_the_load_knobs(tmp_path: Pat
 # The coin's draws are seeded, so a run that goes wrong can be replayed: COIN_SEED=N
 # gives the same draws, in the order the runs claim them. The failure messages name it.
 COIN_SEED = int(os.environ.get("COIN_SEED", "20261202"))
-COIN_TEST = {
-    "test_coin.py": f"""
+
+
+def coin_test(fails: float) -> dict[str, str]:
+    """A test that fails ``fails`` of its runs, from draws no knob and no seed changes."""
+    return {
+        "test_coin.py": f"""
         import fcntl
         import random
         from pathlib import Path
@@ -187,15 +191,21 @@ COIN_TEST = {
 
 
         def test_coin():
-            assert _draw() >= 0.25
+            assert _draw() >= {fails}
         """
-}
+    }
+
+
+COIN_TEST = coin_test(0.25)
 
 
 @pytest.mark.usefixtures("one_stress_at_a_time")
-def test_fixed_rate_random_failure_is_flaky_once_every_knob_is_bounded(tmp_path: Path) -> None:
-    # A 25% failure from draws no knob and no pytest seed changes.
-    project = make_project(tmp_path / "flaky", COIN_TEST)
+@pytest.mark.parametrize("fails", [0.25, 0.70])
+def test_fixed_rate_random_failure_is_flaky_once_every_knob_is_bounded(
+    tmp_path: Path, fails: float
+) -> None:
+    # A 25% (70%) failure from draws no knob and no pytest seed changes.
+    project = make_project(tmp_path / "flaky", coin_test(fails))
     result, data = stress(project, "test_coin.py::test_coin")
     assert result.returncode == 0, result.stderr
     assert data["verdict"] == "flaky", f"COIN_SEED={COIN_SEED}: {data['reason']}"
@@ -210,6 +220,12 @@ def test_fixed_rate_random_failure_is_flaky_once_every_knob_is_bounded(tmp_path:
         assert row["state"] == "bounded" and row["increase_bound"] <= row["margin"]
         assert row["e_value"] < row["race_threshold"]
         assert knob in data["reason"]
+        # Every statement rules a rate out: below 100%, and within a margin that stops
+        # short of it (at 70%, half the way to 100%: 15 points, not 35).
+        baseline = row["upper"] - row["increase_bound"]
+        assert row["upper"] < 1.0 and baseline + row["margin"] < 1.0, row
+        assert "rule out no rate" not in row["statement"]
+        assert "rate per run above" in row["statement"]
     assert "would have been seen with 90% probability" in data["reason"]
 
 

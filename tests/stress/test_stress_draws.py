@@ -1,7 +1,9 @@
 """Failures that follow the random seed or the hash seed: ``seed-dependent``, never noise.
 
 Real ``flakewarden stress`` runs on small projects whose bug is a draw: a pricing branch
-taken on the ``random`` module's draw (no pytest-randomly), and a join of a ``set`` of
+taken on a draw from a library's own generator, made unseeded at import (no
+pytest-randomly; the ``random`` module itself is seeded the same way, see
+``tests/inside/test_seeds.py``), and a join of a ``set`` of
 strings whose order follows the hash seed. Each is named by the seed that decides it,
 with a replay command that reproduces it by hand, and its quarantine is refused.
 """
@@ -16,12 +18,20 @@ from helpers.project import make_project
 from helpers.stress_runs import arm, stress
 
 SHOP = {
+    # A library's own generator, made unseeded at import as Faker makes its own: seeding
+    # the ``random`` module alone would not reach it.
+    "pricing/__init__.py": "",
+    "pricing/rng.py": """
+        import random as random_module
+
+        generator = random_module.Random()
+        """,
     "shop.py": """
-        import random
+        from pricing.rng import generator
 
 
         def total(cents):
-            if random.random() < 0.3:  # the discount branch rounds to whole units: the bug
+            if generator.random() < 0.3:  # the discount branch rounds to whole units: the bug
                 return round(cents * 0.9 / 100) * 100
             return cents * 9 // 10
 

@@ -12,7 +12,7 @@ import random
 import pytest
 
 from flakewarden.model.binomial import upper_bound
-from flakewarden.stress.bounds import KnobBound, share_lower_bound
+from flakewarden.stress.bounds import KnobBound, ShareBound
 from flakewarden.stress.sequential import (
     BOUNDED,
     OPEN,
@@ -184,33 +184,44 @@ def _clustered_process(rng: random.Random, rate: float, runs: int) -> Counts:
 
 
 def test_a_clustered_bound_is_on_the_per_run_rate_and_covers_it_at_every_look() -> None:
-    """Seeded: processes as units, each by its share of failing runs; the bound misses
-    the true per-run rate in at most beta of trials, though runs in a process share fate."""
+    """Seeded: processes as units, each by its share of failing runs; the upper bound
+    misses the true per-run rate in at most beta of trials, the lower bound in at most 5%,
+    at any look, though the runs of a process share their fate."""
     rng = random.Random(5)
-    rate, trials, missed = 0.13, 200, 0
+    rate, trials, over, under = 0.13, 200, 0, 0
     for _ in range(trials):
-        bound = RateBound()
-        for _ in range(20):
-            processes = [_clustered_process(rng, rate, 50) for _ in range(3)]
-            bound.add_shares(len(processes), sum(p.failures / p.runs for p in processes))
-            if bound.upper() < rate:
-                missed += 1
-                break
-    assert missed / trials <= 0.10, missed
-    # ... and, unlike the share of failing processes (near 100% here), it rules rates out.
-    assert bound.upper() < 0.5
+        upper, lower = ShareBound(0.10), ShareBound(0.05)
+        missed_upper = missed_lower = False
+        for _ in range(60):
+            for process in [_clustered_process(rng, rate, 50) for _ in range(3)]:
+                upper.add(process.failures / process.runs)
+                lower.add(process.failures / process.runs)
+            missed_upper |= upper.upper() < rate
+            missed_lower |= lower.lower() > rate
+        over += missed_upper
+        under += missed_lower
+    assert over / trials <= 0.10, over
+    assert under / trials <= 0.05, under
+    # ... and, unlike the share of failing processes (near 100% here), they rule rates out.
+    assert 0.0 < lower.lower() < rate < upper.upper() < 0.3
 
 
-def test_the_lower_bound_on_shares_holds_and_closes_in() -> None:
-    rng = random.Random(8)
-    rate, trials, above = 0.13, 400, 0
-    for _ in range(trials):
-        shares = [_clustered_process(rng, rate, 50) for _ in range(30)]
-        low = share_lower_bound(sum(p.failures / p.runs for p in shares), len(shares), 0.95)
-        above += low > rate
-    assert above / trials <= 0.05, above
-    assert share_lower_bound(0.0, 30, 0.95) == 0.0
-    assert 0.05 < share_lower_bound(0.13 * 300, 300, 0.95) < 0.13
+def test_shares_that_vary_little_close_in_on_the_rate_as_processes_grow() -> None:
+    # Processes of 100 independent runs at 5%: their shares vary by runs alone. A single
+    # process failing every run stays possible, so the bound pays about ln(10) / (0.75 n)
+    # over the rate; it falls with the processes and stays above the bound on runs.
+    rng = random.Random(21)
+    bound, runs = ShareBound(0.10), RateBound()
+    uppers = []
+    for _ in range(4):
+        for _ in range(200):
+            processes = [Counts(100, sum(rng.random() < 0.05 for _ in range(100)))]
+            bound.add(processes[0].failures / 100)
+            runs.add(processes[0])
+        uppers.append(bound.upper())
+    assert uppers == sorted(uppers, reverse=True)
+    assert 0.05 < runs.upper() < bound.upper() < 0.05 + 0.01
+    assert ShareBound(0.10).upper() == 1.0 and ShareBound(0.05).lower() == 0.0
 
 
 def test_clustered_failures_are_bounded_per_run_not_by_failing_processes() -> None:

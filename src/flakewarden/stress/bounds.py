@@ -9,11 +9,10 @@ is within the margin (``Margin``), and only when that statement can bind: a boun
 or a baseline plus margin of 100% or more, rules nothing out. ``sequential`` weighs the
 knobs with it.
 
-When the runs of a process share their fate, the processes are the independent units: each
-counts once, by the share of its runs that failed (a value in [0, 1]). The same martingale
-bounds the mean of such shares, which is the per-run rate: the likelihood ratio of a share
-x, (p/q)^x ((1-p)/(1-q))^(1-x), is convex in x, so its mean under any distribution on
-[0, 1] with mean q is at most its mean under a coin with chance q, which is 1.
+When the runs of a process share their fate, the processes are the independent units,
+each counted by the share of its runs that failed (a value in [0, 1] whose mean is the
+rate per run): ``ShareBound`` bounds that mean, at any number of looks, adapting to how
+much the shares vary.
 """
 
 from __future__ import annotations
@@ -59,7 +58,7 @@ class Counts(NamedTuple):
     failures: int
 
 
-def _log_bernoulli(failures: float, runs: float, p: float) -> float:
+def _log_bernoulli(failures: int, runs: int, p: float) -> float:
     if p <= 0.0:
         return 0.0 if failures == 0 else -math.inf
     if p >= 1.0:
@@ -82,34 +81,25 @@ class RateBound:
     def __init__(self, beta: float = BETA) -> None:
         self.beta = beta
         self.runs = 0
-        self.failures: float = 0.0  # a sum of shares when the units are processes
-        # (estimate, log-likelihood, units, failures) per round after the first
-        self.rounds: list[tuple[float, float, int, float]] = []
-        self._prefix: Optional[tuple[list[float], list[float], list[int], list[float]]] = None
-        self.first: Optional[tuple[int, float]] = None  # estimated by half the candidate rate
+        self.failures = 0
+        self.rounds: list[tuple[float, float, int, int]] = []  # (estimate, log-lik, runs, fails)
+        self._prefix: Optional[tuple[list[float], list[float], list[int], list[int]]] = None
+        self.first: Optional[Counts] = None  # estimated by half the candidate rate
 
     def add(self, counts: Counts) -> None:
-        """One round of independent runs: how many ran, and how many failed."""
-        self.add_shares(counts.runs, counts.failures)
-
-    def add_shares(self, units: int, failed: float) -> None:
-        """One round of independent units, ``failed`` the sum of each unit's share in [0, 1]."""
         if self.first is None:
-            self.first = (units, failed)
+            self.first = counts
         else:
             estimate = (self.failures + PSEUDO_FAILURES) / (self.runs + 1)
-            own = _log_bernoulli(failed, units, estimate)
-            bisect.insort(self.rounds, (estimate, own, units, failed))
-        self.runs += units
-        self.failures += failed
+            own = _log_bernoulli(counts.failures, counts.runs, estimate)
+            bisect.insort(self.rounds, (estimate, own, counts.runs, counts.failures))
+        self.runs += counts.runs
+        self.failures += counts.failures
         self._prefix = None
 
-    def _sums(self) -> tuple[list[float], list[float], list[int], list[float]]:
+    def _sums(self) -> tuple[list[float], list[float], list[int], list[int]]:
         if self._prefix is None:
-            keys: list[float] = []
-            own: list[float] = [0.0]
-            runs: list[int] = [0]
-            fails: list[float] = [0.0]
+            keys, own, runs, fails = [], [0.0], [0], [0]
             for estimate, log_lik, n, f in self.rounds:
                 keys.append(estimate)
                 own.append(own[-1] + log_lik)
@@ -123,8 +113,10 @@ class RateBound:
         i = bisect.bisect_left(keys, q)  # rounds whose estimate is below q
         total = own[i] - _log_bernoulli(fails[i], runs[i], q)
         if self.first is not None:
-            units, failed = self.first
-            total += _log_bernoulli(failed, units, q / 2) - _log_bernoulli(failed, units, q)
+            first = self.first
+            total += _log_bernoulli(first.failures, first.runs, q / 2) - _log_bernoulli(
+                first.failures, first.runs, q
+            )
         return total
 
     def upper(self) -> float:
@@ -159,35 +151,58 @@ def anytime_upper_bound(rounds: Sequence[Counts], beta: float = BETA) -> float:
     return bound.upper()
 
 
-def share_lower_bound(failed: float, units: int, confidence: float) -> float:
-    """What the mean of ``units`` independent shares in [0, 1] is at least (one-sided).
+class ShareBound:
+    """Anytime-valid bounds on the mean of independent shares in [0, 1], from their variance.
 
-    The Chernoff bound with the Bernoulli relative entropy holds for any variables on
-    [0, 1]: the smallest mean m whose divergence from the observed mean, times the
-    units, stays within log(1 / (1 - confidence)).
+    The predictable plug-in empirical-Bernstein confidence sequence (Waudby-Smith and
+    Ramdas, 2023): for the true mean m, the product over units of
+    exp(l_i (x_i - m) - v_i psi(l_i)) is a test supermartingale, with v_i the squared
+    distance of x_i from the mean of the earlier units (times 4), psi(l) = (-log(1 - l) -
+    l) / 4 and each l_i in [0, 1) chosen from the earlier units only; by Ville's inequality
+    it ever reaches 1 / alpha with probability at most alpha. Solved for m it gives the
+    bounds below, valid together at any number of looks; units whose shares vary little
+    (many independent runs a process) give nearly the bound of counting their runs.
     """
-    if units <= 0 or failed <= 0:
-        return 0.0
-    mean = min(1.0, failed / units)
-    limit = math.log(1 / (1 - confidence)) / units
-    low, high = 0.0, mean
-    for _ in range(60):
-        mid = (low + high) / 2
-        if _divergence(mean, mid) > limit:
-            low = mid
-        else:
-            high = mid
-    return high
 
+    CAP = 0.75  # the largest bet l_i: bounded away from 1, where psi grows without bound
 
-def _divergence(mean: float, m: float) -> float:
-    """The Bernoulli relative entropy KL(mean || m)."""
-    total = 0.0
-    if mean > 0:
-        total += mean * math.log(mean / m) if m > 0 else math.inf
-    if mean < 1:
-        total += (1 - mean) * math.log((1 - mean) / (1 - m)) if m < 1 else math.inf
-    return total
+    def __init__(self, alpha: float) -> None:
+        self.alpha = alpha
+        self.units = 0
+        self._sum = 0.0
+        self._squares = 0.0
+        self._mean = 0.5  # the running estimates, from a pseudo-unit at 1/2
+        self._variance = 0.25
+        self._bets = 0.0
+        self._weighted = 0.0
+        self._penalty = 0.0
+
+    def add(self, share: float) -> None:
+        """One unit's share of failing runs, in the order the units were fixed."""
+        t = self.units + 1
+        log_alpha = math.log(1 / self.alpha)
+        bet = min(self.CAP, math.sqrt(2 * log_alpha / (self._variance * t * math.log(1 + t))))
+        self._bets += bet
+        self._weighted += bet * share
+        self._penalty += (share - self._mean) ** 2 * (-math.log1p(-bet) - bet)  # v_i psi(l_i)
+        self.units = t
+        self._sum += share
+        self._mean = (0.5 + self._sum) / (t + 1)
+        self._squares += (share - self._mean) ** 2
+        self._variance = (0.25 + self._squares) / (t + 1)
+
+    def _width(self) -> float:
+        return (math.log(1 / self.alpha) + self._penalty) / self._bets
+
+    def upper(self) -> float:
+        if not self.units:
+            return 1.0
+        return min(1.0, self._weighted / self._bets + self._width())
+
+    def lower(self) -> float:
+        if not self.units:
+            return 0.0
+        return max(0.0, self._weighted / self._bets - self._width())
 
 
 class KnobBound(NamedTuple):

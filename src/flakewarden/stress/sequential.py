@@ -40,8 +40,8 @@ from flakewarden.stress.bounds import (
     KnobBound,
     Margin,
     RateBound,
+    ShareBound,
     anytime_upper_bound,
-    share_lower_bound,
 )
 
 __all__ = [
@@ -81,10 +81,9 @@ def _total(processes: Sequence[Counts]) -> Counts:
     return Counts(sum(p.runs for p in processes), sum(p.failures for p in processes))
 
 
-def _shares(processes: Sequence[Counts]) -> tuple[int, float]:
-    """Processes as the units: how many ran, and the sum of their shares of failing runs."""
-    ran = [p for p in processes if p.runs]
-    return len(ran), math.fsum(p.failures / p.runs for p in ran)
+def _shares(processes: Sequence[Counts]) -> list[float]:
+    """Processes as the units: each one's share of failing runs."""
+    return [p.failures / p.runs for p in processes if p.runs]
 
 
 def _log_sum(values: Iterable[float]) -> float:
@@ -136,7 +135,9 @@ class Sequential:
         self.earlier: dict[str, Counts] = {k: Counts(0, 0) for k in self.knobs}
         self.log_lr: dict[str, list[float]] = {k: [0.0] * len(THETA_GRID) for k in self.knobs}
         self.rate_bounds: dict[str, RateBound] = {}
-        self.process_bounds: dict[str, RateBound] = {}
+        # the rate per run with processes as the units: what clustered failures are bounded by
+        self.process_bounds: dict[str, ShareBound] = {}
+        self.baseline_floor = ShareBound(1 - BASELINE_CONFIDENCE)
         # every process's (runs, failures), per arm: what the clustering check reads
         self.processes: dict[str, list[Counts]] = {}
         self._bounds: dict[str, KnobBound] = {}
@@ -155,7 +156,9 @@ class Sequential:
         The race evidence is kept: it stays a test martingale across levels.
         """
         self.rate_bounds[arm] = RateBound(self.beta)
-        self.process_bounds[arm] = RateBound(self.beta)
+        self.process_bounds[arm] = ShareBound(self.beta)
+        if arm == "baseline":
+            self.baseline_floor = ShareBound(1 - BASELINE_CONFIDENCE)
         self.processes[arm] = []
         if arm in self.totals:
             done, total = self.earlier[arm], self.totals[arm]
@@ -193,7 +196,10 @@ class Sequential:
         if not processes:
             return
         self.rate_bounds[arm].add(_total(processes))
-        self.process_bounds[arm].add_shares(*_shares(processes))
+        for share in _shares(processes):
+            self.process_bounds[arm].add(share)
+            if arm == "baseline":
+                self.baseline_floor.add(share)
         self.processes[arm].extend(processes)
 
     def clustered(self, arm: str) -> bool:
@@ -258,8 +264,7 @@ class Sequential:
                 # The per-run rate still, with each process one unit: runs that share
                 # their fate are not independent evidence.
                 upper = self.process_bounds[knob].upper()
-                units, failed = _shares(self.processes["baseline"])
-                base = share_lower_bound(failed, units, BASELINE_CONFIDENCE)
+                base = self.baseline_floor.lower()
                 unit = "processes"
                 count = len(self.processes[knob])
             else:

@@ -349,6 +349,16 @@ def test_polluter_and_victim_is_order_dependent_naming_the_polluter(tmp_path: Pa
     # The pair is confirmed in 5 fresh processes (ORDER_CONFIRM): every one failed.
     assert (confirm["runs"], confirm["failures"]) == (5, 5)
     assert data["order"]["predecessors"] == 5
+    # What the polluter leaves behind, the line that wrote it and the line that reads it,
+    # taken around each replay's runs: the writing line is the first suspect.
+    [left] = [x for x in data["where"]["state"] if x["name"] == "settings.MODE"]
+    assert (left["kind"], left["before"], left["after"]) == ("global", "'prod'", "'debug'")
+    assert left["written_at"] == ["test_config.py", 9]
+    assert left["read_at"] == ["test_report.py", 13]
+    first = data["where"]["suspects"][0]
+    assert (first["file"], first["line"]) == ("test_config.py", 9)
+    assert first["text"] == 'settings.MODE = "debug"  # never restored: pollutes later tests'
+    assert "settings.MODE: 'prod' → 'debug', written at test_config.py:9" in data["reason"]
 
 
 def test_seed_dependent_test_names_a_seed_that_reproduces(tmp_path: Path) -> None:

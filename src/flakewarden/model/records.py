@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 from flakewarden.model.outcomes import AttemptOutcome
 from flakewarden.model.raised import InTestRetry, Raised
+from flakewarden.model.state import StateChange
 from flakewarden.model.subtests import Subtest, failure_text
 
 
@@ -51,6 +52,9 @@ class TestRecord:
     # Localisation runs (``FLAKEWARDEN_LINES``): how often each line of the project's code
     # ran, by file (relative to the rootdir) and line number; None when not counted.
     lines: Optional[dict[str, dict[int, int]]] = None
+    # Localisation runs (``FLAKEWARDEN_STATE``): what the run changed in shared state, each
+    # a ``StateChange``; None when not taken.
+    state: Optional[list[StateChange]] = None
 
     @property
     def outcome(self) -> AttemptOutcome:
@@ -152,7 +156,15 @@ class TestRecord:
             **_concurrency(data.get("concurrency")),
             random_seed=_seed(data.get("seed")),
             lines=_lines(data.get("lines")),
+            state=_state(data.get("state")),
         )
+
+
+def _state(data: Any) -> Optional[list[StateChange]]:
+    """A run's changes to shared state, keeping only well-formed entries."""
+    if not isinstance(data, list):
+        return None
+    return [change for change in map(StateChange.from_json, data) if change is not None]
 
 
 def _lines(data: Any) -> Optional[dict[str, dict[int, int]]]:

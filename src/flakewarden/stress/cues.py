@@ -14,6 +14,8 @@ import ast
 from pathlib import Path
 from typing import Optional
 
+from flakewarden.stress.writes import written
+
 SET = "set"  # builds or iterates a set: its order follows the hash seed
 DRAW = "draw"  # draws from a random generator
 WRITE = "write"  # writes state that outlives the call: an attribute, an item, a global
@@ -107,10 +109,12 @@ class Source:
         self.functions: list[tuple[int, int]] = []  # (first, last) line of each def
         self.constants: dict[str, str] = {}  # module-level NAME = literal, as written
         self.deadlines: dict[int, str] = {}  # line -> the timeout or delay it sets, as written
+        self.writes: dict[int, set[str]] = {}  # line -> the names it writes (``writes``)
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             return
+        self.writes = written(tree)
         for statement in tree.body:
             if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant):
                 for target in statement.targets:

@@ -25,10 +25,11 @@ import dataclasses
 import random
 from collections.abc import Callable, Mapping, Sequence
 
+from flakewarden.model.records import TestRecord
 from flakewarden.model.signatures import project_frames
 from flakewarden.model.suspects import THRESHOLD, Suspect
 from flakewarden.model.verdicts import NOT_REPRODUCIBLE, ORDER_DEPENDENT, RACE
-from flakewarden.stress import cues
+from flakewarden.stress import cues, polluted
 from flakewarden.stress.arm import Arm, Sample
 from flakewarden.stress.cues import Source, read_source
 from flakewarden.stress.draws import replay_job
@@ -45,6 +46,7 @@ WANTED = 6  # failing and passing runs with line counts that end the targeted ru
 ENOUGH_RUNS = 200  # counted runs after which the targeted runs end, whatever their outcomes
 MAX_ROUNDS = 10
 LINES = {"FLAKEWARDEN_LINES": "1"}
+STATE = {"FLAKEWARDEN_STATE": "1"}
 CUE_WEIGHT = 0.3
 SEED_CUE_WEIGHT = 0.6  # a seed the replays confirmed: a line with its cue is direct evidence
 TRACEBACK_WEIGHT = 0.1
@@ -99,7 +101,8 @@ def _targeted_jobs(ctx: PhaseContext, repeat: int) -> tuple[list[Job], int]:
         ], 0
     if finding.verdict == ORDER_DEPENDENT and finding.polluter:
         before = finding.polluter.split(" + ")
-        ordered = Job("where", "order", [*before, ctx.test_id], 1, NO_RANDOMLY, dict(LINES), True)
+        env = {**LINES, **STATE}  # and what each run leaves behind (``polluted``)
+        ordered = Job("where", "order", [*before, ctx.test_id], 1, NO_RANDOMLY, env, True)
         alone = Job("where", "alone", test, 1, NO_RANDOMLY, dict(LINES))
         return [ordered, alone] * 2, 0
     knob = finding.knob if finding.verdict == RACE else None
@@ -141,10 +144,16 @@ def where_phase(ctx: PhaseContext) -> PhaseResult:
     found.arms.append(arm)
     ctx.say(f"where: counting the lines each run executes, within {allowed:.0f} s")
     jobs, burn = _targeted_jobs(ctx, _repeat(ctx))
+    polluter_runs: list[list[TestRecord]] = []  # each ordered replay's polluter records
     for _ in range(MAX_ROUNDS):
         if ctx.budget.elapsed() >= deadline:
             break
         results = ctx.run(jobs, ctx.options.cores, burn)
+        polluter_runs += [
+            [t for t in r.results.tests if t.id != ctx.test_id]
+            for r in results
+            if r.job.knob == "order"
+        ]
         if jobs[0].knob == "seeds":  # replays of one run each: that run alone counts
             results = [r.at_iteration(r.job.repeat - 1) for r in results]
         arm = found.tally(arm, results)
@@ -156,6 +165,9 @@ def where_phase(ctx: PhaseContext) -> PhaseResult:
         if len(runs) >= ENOUGH_RUNS:
             break  # one side stays rare: compare what there is
     suspects, note = localise(ctx, arm.samples, _kind_cues(ctx))
+    left: list[polluted.Left] = []
+    if polluter_runs:
+        left, suspects, note = _with_state(ctx, polluter_runs, arm.samples, suspects, note)
     found.note(f"where: {note}")
     where = {
         "suspects": [s.to_json() for s in suspects],
@@ -169,7 +181,47 @@ def where_phase(ctx: PhaseContext) -> PhaseResult:
         "seconds": round(ctx.budget.elapsed() - spent_before, 3),
         "before": round(spent_before, 3),  # the verdict's own time: the refiners' share of it
     }
-    return found.result(dataclasses.replace(finding, where=where))
+    if not left:
+        return found.result(dataclasses.replace(finding, where=where))
+    where["state"] = [x.to_json() for x in left]
+    reason = f"{finding.reason}; it leaves behind {left[0].describe()}"
+    return found.result(dataclasses.replace(finding, where=where, reason=reason))
+
+
+def _with_state(
+    ctx: PhaseContext,
+    polluter_runs: Sequence[Sequence[TestRecord]],
+    samples: Sequence[Sample],
+    suspects: list[Suspect],
+    note: str,
+) -> tuple[list[polluted.Left], list[Suspect], str]:
+    """The polluter's leftovers first: the lines that wrote them lead the suspects."""
+    polluter_lines: dict[str, dict[int, int]] = {}
+    for records in polluter_runs:
+        for record in records:
+            for file, counts in (record.lines or {}).items():
+                into = polluter_lines.setdefault(file, {})
+                for line, count in counts.items():
+                    into[line] = into.get(line, 0) + count
+    victim_lines: dict[str, dict[int, int]] = {}
+    for sample in samples:
+        if sample.failed and sample.lines:
+            for name, ran in sample.lines.items():
+                victim_lines.setdefault(name, {}).update(ran)
+    sources: dict[str, Source] = {}
+
+    def source(file: str) -> Source:
+        if file not in sources:
+            sources[file] = read_source(ctx.probe.rootdir, file)
+        return sources[file]
+
+    left, writers = polluted.localise(polluter_runs, polluter_lines, victim_lines, source)
+    if not left:
+        return [], suspects, f"{note}; the polluter's replays changed no shared state taken"
+    taken = {s.location for s in writers}
+    merged = [*writers, *(s for s in suspects if s.location not in taken)][:SHOWN]
+    said = f"the polluter leaves behind {len(left)} change(s) in shared state"
+    return left, merged, f"{said}; {note}"
 
 
 def localise(

@@ -89,6 +89,7 @@ from .evidence import record_retry
 from .recorder import RAISED_ATTRIBUTE, RETRIES_ATTRIBUTE, Recorder, clip
 from .selection import select, shard_of
 from .stats import terminal_counts
+from .variables import KNOBS
 
 try:  # pytest is running us; a bare interpreter (the 3.9 load check) has none
     import pytest
@@ -116,12 +117,6 @@ _collected = False  # the ``collected`` record was written
 _files: dict[str, None] = {}  # the test modules collected (their node ids), in order
 OWNER_VARIABLE = "FLAKEWARDEN_OWNER_PID"
 _LOADED = time.time()  # pytest imported us: its own start-up is over by then
-_KNOBS = (
-    "FLAKEWARDEN_YIELD",
-    "FLAKEWARDEN_ASYNCIO",
-    "FLAKEWARDEN_CONCURRENCY",
-    "FLAKEWARDEN_LINES",
-)
 
 
 def _is_worker(config: Any) -> bool:
@@ -189,7 +184,7 @@ def pytest_configure(config: Any) -> None:
     interval = os.environ.get("FLAKEWARDEN_SWITCH_INTERVAL")
     if interval:
         sys.setswitchinterval(float(interval))
-    if any(os.environ.get(name) for name in _KNOBS):
+    if any(os.environ.get(name) for name in KNOBS):
         from . import knobs  # compiled only when asked for: other runs pay nothing
 
         knobs.configure(config, os.path.dirname(os.path.abspath(__file__)))

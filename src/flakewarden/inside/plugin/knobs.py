@@ -34,6 +34,7 @@ YIELD = "FLAKEWARDEN_YIELD"
 ASYNCIO = "FLAKEWARDEN_ASYNCIO"
 CONCURRENCY = "FLAKEWARDEN_CONCURRENCY"
 LINES = "FLAKEWARDEN_LINES"
+STATE = "FLAKEWARDEN_STATE"
 _Parsed = TypeVar("_Parsed")
 _facts = False  # ``concurrency`` was installed for the facts
 _yields: Optional[ModuleType] = None  # the ``yields`` module, imported when the knob is set
@@ -122,6 +123,10 @@ def configure(config: Any, plugin_dir: str) -> None:
         yield_knob = _read(YIELD, yields.parse, "<seed>:<probability>")
     asyncio_knob = _read(ASYNCIO, event_loop.parse, "<seed> or <seed>:<jitter_ms>")
     count_lines = os.environ.get(LINES) == "1"
+    if os.environ.get(STATE) == "1":
+        from . import state  # compiled only when the state is taken
+
+        state.configure(config, plugin_dir)
     if not facts and yield_knob is None and asyncio_knob is None and not count_lines:
         return
     if facts:

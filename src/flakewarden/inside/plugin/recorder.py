@@ -19,6 +19,7 @@ RETRIES_ATTRIBUTE = "flakewarden_retries"
 CONCURRENCY_ATTRIBUTE = "flakewarden_concurrency"
 SEED_ATTRIBUTE = "flakewarden_seed"  # the run's random seed (``seeds``)
 LINES_ATTRIBUTE = "flakewarden_lines"  # the run's line counts (``lines``)
+STATE_ATTRIBUTE = "flakewarden_state"  # what the run changed in shared state (``state``)
 
 
 def clip(text: str) -> str:
@@ -47,6 +48,7 @@ class Recorder:
         self.concurrency: dict[str, Any] = {}
         self.seeds: dict[str, int] = {}
         self.lines: dict[str, Any] = {}
+        self.state: dict[str, Any] = {}
 
     def write(self, record: dict[str, Any]) -> None:
         self.emit(_encode(record))
@@ -95,6 +97,9 @@ class Recorder:
         lines = getattr(report, LINES_ATTRIBUTE, None)
         if isinstance(lines, dict):
             self.lines[report.nodeid] = lines
+        state = getattr(report, STATE_ATTRIBUTE, None)
+        if isinstance(state, list):
+            self.state[report.nodeid] = state
         seed = getattr(report, SEED_ATTRIBUTE, None)
         if isinstance(seed, int):
             self.seeds[report.nodeid] = seed
@@ -131,6 +136,7 @@ class Recorder:
         concurrency = self.concurrency.pop(nodeid, None)
         seed = self.seeds.pop(nodeid, None)
         lines = self.lines.pop(nodeid, None)
+        state = self.state.pop(nodeid, None)
         self.write(
             {
                 "kind": "test",
@@ -148,6 +154,7 @@ class Recorder:
                 **({"concurrency": concurrency} if concurrency is not None else {}),
                 **({"seed": seed} if seed is not None else {}),
                 **({"lines": lines} if lines is not None else {}),
+                **({"state": state} if state is not None else {}),
                 **({"unfinished": self.interrupted or "the session ended"} if unfinished else {}),
             }
         )

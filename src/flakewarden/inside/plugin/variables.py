@@ -7,6 +7,14 @@ import sys
 from typing import Callable, Optional, TypeVar
 
 _Parsed = TypeVar("_Parsed")
+# The variables that ask for the stress knobs or the localisation's records (``knobs``).
+KNOBS = (
+    "FLAKEWARDEN_YIELD",
+    "FLAKEWARDEN_ASYNCIO",
+    "FLAKEWARDEN_CONCURRENCY",
+    "FLAKEWARDEN_LINES",
+    "FLAKEWARDEN_STATE",
+)
 
 
 def read(name: str, parse: Callable[[str], Optional[_Parsed]], form: str) -> Optional[_Parsed]:

@@ -1,0 +1,170 @@
+"""What each test leaves behind in shared state (``FLAKEWARDEN_STATE=1``).
+
+An order-dependent test fails after a polluter because the polluter changed something the
+two share. As PolDet and iFixFlakies do, each run's state is taken right before its setup
+and again after its teardown, and what differs goes on the teardown's report
+(``STATE_ATTRIBUTE``), from there into the run's ``test`` record as ``state``:
+
+- the globals of the project's modules (those loaded from under the rootdir, not from
+  site-packages, the standard library, pytest or this plugin), by a bounded ``repr``;
+- the class attributes of the classes those modules define (methods and properties aside);
+- environment variables; the working directory;
+- files under the rootdir (size and modification time), skipping version control, caches,
+  virtual environments and at most ``MAX_FILES`` entries.
+
+A value is compared by its ``repr`` cut to ``MAX_REPR`` characters: a list appended to, a
+dict updated in place or a setting replaced all show; an object whose ``repr`` names only
+its id shows only when it is replaced. Taking the state costs time in proportion to the
+project's modules and files, so only the stress engine's localisation asks for it, on a
+handful of runs. Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import reprlib
+import sys
+import types
+from typing import Any, Optional
+
+from .recorder import STATE_ATTRIBUTE
+from .yields import Places
+
+__all__ = ["STATE_ATTRIBUTE", "VARIABLE", "configure"]
+
+VARIABLE = "FLAKEWARDEN_STATE"
+MAX_REPR = 120
+MAX_FILES = 5_000
+MAX_CHANGES = 40
+_SKIPPED_DIRS = {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".tox"}
+_SKIPPED_DIRS |= {".nox", "node_modules", ".venv", "venv", "flakewarden-stress", ".eggs"}
+_repr = reprlib.Repr()
+_repr.maxstring = MAX_REPR
+_repr.maxother = MAX_REPR
+_repr.maxlevel = 4
+_KINDS = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type)
+_METHODS = (types.FunctionType, staticmethod, classmethod, property)
+
+
+def _text(value: Any) -> str:
+    try:
+        text = _repr.repr(value)
+    except Exception:  # a __repr__ that raises still leaves the value comparable by type
+        text = f"<{type(value).__name__} whose repr raised>"
+    return text if len(text) <= MAX_REPR else text[: MAX_REPR - 3] + "..."
+
+
+class Snapshot:
+    """The shared state one process holds at one moment, as comparable text."""
+
+    def __init__(self, places: Places, rootdir: str) -> None:
+        self.values: dict[tuple[str, str], str] = {}
+        for name, module in list(sys.modules.items()):
+            filename = getattr(module, "__file__", None)
+            if not isinstance(filename, str) or not places(filename):
+                continue
+            self._module(name, module)
+        for key, value in os.environ.items():
+            if key != "PYTEST_CURRENT_TEST":  # pytest's own, changed by every phase
+                self.values[("env", key)] = _text(value)
+        try:
+            self.values[("cwd", "")] = os.getcwd()
+        except OSError:
+            self.values[("cwd", "")] = "<removed>"
+        self._files(rootdir)
+
+    def _module(self, name: str, module: types.ModuleType) -> None:
+        try:
+            items = list(vars(module).items())
+        except TypeError:
+            return
+        for key, value in items:
+            if key.startswith("__") or isinstance(value, _KINDS):
+                if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                    self._class(f"{name}.{key}", value)
+                continue
+            if key.startswith("@"):  # pytest's assertion rewriting helpers
+                continue
+            self.values[("global", f"{name}.{key}")] = _text(value)
+
+    def _class(self, qualname: str, cls: type) -> None:
+        for key, value in list(vars(cls).items()):
+            if key.startswith("__") or isinstance(value, _METHODS) or callable(value):
+                continue
+            self.values[("class", f"{qualname}.{key}")] = _text(value)
+
+    def _files(self, rootdir: str) -> None:
+        seen = 0
+        # the records this very process appends to, when they are under the rootdir
+        records = os.path.abspath(os.environ.get("FLAKEWARDEN_RESULTS") or os.devnull)
+        for folder, dirs, files in os.walk(rootdir):
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if d not in _SKIPPED_DIRS
+                and not d.endswith(".egg-info")
+                and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))
+            )
+            for file in sorted(files):
+                if file.startswith(".coverage"):
+                    continue  # coverage's data files: written by the measurement, not the test
+                seen += 1
+                if seen > MAX_FILES:
+                    return
+                path = os.path.join(folder, file)
+                if os.path.abspath(path) == records:
+                    continue
+                try:
+                    stat = os.lstat(path)
+                except OSError:
+                    continue
+                relative = os.path.relpath(path, rootdir)
+                self.values[("file", relative)] = f"{stat.st_size} bytes, {stat.st_mtime_ns}"
+
+
+def changes(before: Snapshot, after: Snapshot) -> list[dict[str, str]]:
+    """What differs, in a stable order: each entry's kind, name and both values."""
+    found = []
+    for key in sorted(before.values.keys() | after.values.keys()):
+        old, new = before.values.get(key), after.values.get(key)
+        if old == new:
+            continue
+        kind, name = key
+        found.append(
+            {
+                "kind": kind,
+                "name": name,
+                "before": "<absent>" if old is None else old,
+                "after": "<absent>" if new is None else new,
+            }
+        )
+        if len(found) >= MAX_CHANGES:
+            break
+    return found
+
+
+def configure(config: Any, plugin_dir: str) -> None:
+    """Register the hooks that take the state around each run."""
+    import pytest  # pytest is running us by now
+
+    rootdir = str(config.rootpath)
+    places = Places(rootdir, plugin_dir)
+
+    class State:
+        def __init__(self) -> None:
+            self.before: Optional[Snapshot] = None
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_setup(self, item: Any) -> None:
+            self.before = Snapshot(places, rootdir)
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
+            outcome = yield
+            if call.when != "teardown" or self.before is None:
+                return
+            found = changes(self.before, Snapshot(places, rootdir))
+            self.before = None
+            setattr(outcome.get_result(), STATE_ATTRIBUTE, found)
+
+    config.pluginmanager.register(State(), "flakewarden-state")

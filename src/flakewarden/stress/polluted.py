@@ -1,0 +1,135 @@
+"""What an order-dependent test's polluter leaves behind, and the line that wrote it.
+
+The where phase replays the polluter and the test with the state taken around each run
+(``FLAKEWARDEN_STATE``, ``model.state``). A change the polluter made in every replay is
+what it leaves behind; the line that wrote it is one the polluter's runs executed whose
+code writes that name (``writes``); the test reads it where a line it ran names it. The
+verdict says so: "`depot.settings.CURRENCY`: 'EUR' → 'USD', written at
+tests/test_settings.py:9", and the writing line is the first suspect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, Optional
+
+from flakewarden.model.records import TestRecord
+from flakewarden.model.state import CWD, FILE, StateChange
+from flakewarden.model.suspects import Suspect
+from flakewarden.stress.cues import Source
+
+SHOWN = 5  # changes named in the verdict
+ORDER = {"global": 0, "class": 1, "env": 2, "cwd": 3, "file": 4}
+
+Lines = Mapping[str, Mapping[int, int]]
+
+
+class Left(NamedTuple):
+    """One change the polluter left in every replay, with where it was written and read."""
+
+    change: StateChange
+    written_at: Optional[tuple[str, int]]
+    read_at: Optional[tuple[str, int]]
+
+    def describe(self) -> str:
+        said = self.change.describe()
+        if self.written_at is not None:
+            said += f", written at {self.written_at[0]}:{self.written_at[1]}"
+        if self.read_at is not None:
+            said += f" (the test reads it at {self.read_at[0]}:{self.read_at[1]})"
+        return said
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = self.change.to_json()
+        data["written_at"] = None if self.written_at is None else list(self.written_at)
+        data["read_at"] = None if self.read_at is None else list(self.read_at)
+        return data
+
+
+def left_behind(polluter_runs: Sequence[Sequence[TestRecord]]) -> list[StateChange]:
+    """The changes every replay's polluters made (the same name and the same new value)."""
+    per_run = []
+    for records in polluter_runs:
+        made = {(c.kind, c.name, c.after): c for record in records for c in (record.state or [])}
+        if any(record.state is not None for record in records):
+            per_run.append(made)
+    if not per_run:
+        return []
+    common = set.intersection(*(set(run) for run in per_run))
+    kept = [per_run[0][key] for key in common]
+    return sorted(kept, key=lambda c: (ORDER.get(c.kind, 9), c.kind, c.name))
+
+
+def _key(change: StateChange) -> str:
+    if change.kind == "cwd":
+        return CWD
+    if change.kind == "file":
+        return FILE
+    return change.short_name
+
+
+def _lines_writing(
+    change: StateChange, lines: Lines, source: Callable[[str], Source]
+) -> list[tuple[str, int]]:
+    key = _key(change)
+    found: list[tuple[str, int]] = []
+    for file in sorted(lines):
+        parsed = source(file)
+        for line in sorted(lines[file]):
+            if key in parsed.writes.get(line, set()):
+                found.append((file, line))
+    if change.kind == "file":  # a line that names the file, among those that write one
+        named = [f for f in found if change.name.rsplit("/", 1)[-1] in source(f[0]).text(f[1])]
+        found = named or found
+    return found
+
+
+def _line_reading(
+    change: StateChange, lines: Lines, source: Callable[[str], Source]
+) -> Optional[tuple[str, int]]:
+    if change.kind in ("cwd", "file"):
+        return None
+    name = change.short_name
+    for file in sorted(lines):
+        for line in sorted(lines[file]):
+            if name in source(file).text(line) and name not in source(file).writes.get(line, ()):
+                return file, line
+    return None
+
+
+def localise(
+    polluter_runs: Sequence[Sequence[TestRecord]],
+    polluter_lines: Lines,
+    victim_lines: Lines,
+    source: Callable[[str], Source],
+) -> tuple[list[Left], list[Suspect]]:
+    """What the polluter leaves behind (those the test reads first), and the writing lines."""
+    changes = left_behind(polluter_runs)
+    found = [
+        Left(
+            change,
+            next(iter(_lines_writing(change, polluter_lines, source)), None),
+            _line_reading(change, victim_lines, source),
+        )
+        for change in changes
+    ]
+    found.sort(key=lambda left: (left.read_at is None, left.written_at is None))
+    found = found[:SHOWN]
+    runs = len([r for r in polluter_runs if any(x.state is not None for x in r)])
+    suspects = []
+    for left in found:
+        if left.written_at is None:
+            continue
+        file, line = left.written_at
+        read = "" if left.read_at is None else f"; the test reads it at {left.read_at[0]}:"
+        read += "" if left.read_at is None else f"{left.read_at[1]}"
+        evidence = (
+            f"writes what the polluter leaves behind ({left.change.describe()}) in every one "
+            f"of {runs} replays{read}"
+        )
+        score = 1.0 if left.read_at is not None else 0.8
+        suspects.append(
+            Suspect(file, line, source(file).text(line), score, evidence, {"state": score})
+        )
+    unique = {s.location: s for s in reversed(suspects)}
+    return found, sorted(unique.values(), key=lambda s: -s.score)

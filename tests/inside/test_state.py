@@ -1,0 +1,106 @@
+"""``FLAKEWARDEN_STATE``: what each run leaves behind in state the tests of a process share.
+
+Real pytest processes with the injected plugin: a polluter that replaces a module global,
+mutates a list in place, sets a class attribute and an environment variable, changes the
+working directory and writes a file has each change recorded on its own ``test`` record;
+a test that changes nothing records nothing; without the variable, nothing is taken.
+The names and lines code writes are read from the syntax (``stress.writes``).
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+from helpers.plugin_runs import run_plugin
+from helpers.project import make_project
+
+from flakewarden.model.records import TestRecord
+from flakewarden.stress.writes import CWD, FILE, written
+
+FILES = {
+    "depot/__init__.py": "",
+    "depot/settings.py": """
+        CURRENCY = "EUR"
+        SEEN = []
+
+
+        class Order:
+            discount = 0
+        """,
+    "test_polluter.py": """
+        import os
+        from pathlib import Path
+
+        from depot import settings
+
+
+        def test_pollutes(tmp_path):
+            settings.CURRENCY = "USD"
+            settings.SEEN.append("x")
+            settings.Order.discount = 5
+            os.environ["DEPOT_REGION"] = "eu"
+            Path(__file__).with_name("cache.txt").write_text("warm")
+            os.chdir(tmp_path)
+
+
+        def test_clean():
+            assert settings.CURRENCY
+        """,
+}
+
+
+def _changes(test: dict[str, object]) -> dict[tuple[str, str], tuple[str, str]]:
+    record = TestRecord.from_json(test)
+    assert record.state is not None
+    return {(c.kind, c.name): (c.before, c.after) for c in record.state}
+
+
+def test_each_change_a_run_leaves_is_on_its_record(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p", FILES)
+    run = run_plugin(project, "-p", "no:randomly", extra={"FLAKEWARDEN_STATE": "1"})
+    assert run.returncode == 0, run.stdout[-3000:]
+    polluter, clean = run.tests
+    changes = _changes(polluter)
+    assert changes[("global", "depot.settings.CURRENCY")] == ("'EUR'", "'USD'")
+    assert changes[("global", "depot.settings.SEEN")] == ("[]", "['x']")
+    assert changes[("class", "depot.settings.Order.discount")] == ("0", "5")
+    assert changes[("env", "DEPOT_REGION")] == ("<absent>", "'eu'")
+    assert changes[("file", "cache.txt")][0] == "<absent>"
+    [cwd] = [after for (kind, _), (_, after) in changes.items() if kind == "cwd"]
+    assert "test_pollutes" in cwd
+    assert not any(kind == "env" and name == "PYTEST_CURRENT_TEST" for kind, name in changes)
+    assert _changes(clean) == {}  # it changed nothing: an empty list, taken
+    untaken = run_plugin(project, "-p", "no:randomly")
+    assert all("state" not in test for test in untaken.tests)
+
+
+def test_the_names_a_line_writes_are_read_from_its_syntax() -> None:
+    code = textwrap.dedent(
+        """
+        settings.CURRENCY = "USD"
+        SEEN.append(1)
+        os.environ["REGION"] = "eu"
+        monkeypatch.setenv("TOKEN", "x")
+        setattr(settings, "MODE", "debug")
+        monkeypatch.setattr("depot.settings.LIMIT", 3)
+        os.chdir(path)
+        open(name, "w").write("x")
+        open(name).read()
+        total += 1
+        value = settings.CURRENCY
+        """
+    )
+    lines = written(ast.parse(code))
+    assert lines[2] == {"CURRENCY"}
+    assert "SEEN" in lines[3]
+    assert {"environ", "REGION"} <= lines[4]
+    assert "TOKEN" in lines[5]
+    assert "MODE" in lines[6]
+    assert "LIMIT" in lines[7]
+    assert CWD in lines[8]
+    assert FILE in lines[9]
+    assert 10 not in lines  # read only
+    assert "total" in lines[11]
+    assert lines[12] == {"value"}  # the name assigned, not the one read

@@ -6,7 +6,8 @@ the fix's lines marked ``# fix``) with ``flakewarden stress`` at its defaults (o
 ``--budget-seconds``), trial after trial, and prints per case and per kind, and overall:
 
 - the verdict, and whether it names the cause the fix addresses (``race`` with the knob,
-  ``seed-dependent`` with the seed's kind; for the deadline, a cause named as timing);
+  ``seed-dependent`` with the seed's kind, ``order-dependent`` with the polluter; for the
+  deadline, a cause named as timing);
 - whether a line the fix changes is the first suspect, or in the first 3 or 10;
 - the seconds the where phase added, against the seconds the verdict took before it.
 
@@ -33,6 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from helpers.project import make_project
+from helpers.stress_runs import write_order_report
 from helpers.where_corpus import CORPUS, Case
 
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:randomly"]
@@ -46,6 +48,8 @@ def cause_named(case: Case, verdict: dict[str, Any]) -> bool:
         return False
     if case.verdict == "race":
         return not case.detail or verdict.get("knob") in case.detail.split()
+    if case.verdict == "order-dependent":
+        return verdict.get("polluter") == case.detail
     return (verdict.get("seeds") or {}).get("kind") == case.detail
 
 
@@ -63,6 +67,9 @@ def trial(case: Case, budget: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="flakewarden-where-") as work:
         root = make_project(Path(work) / "project", case.files)
         options = ["--budget-seconds", budget] if budget else []
+        if case.order:
+            write_order_report(root, list(case.order))
+            options += ["--order-from", "report.json"]
         started = time.monotonic()
         subprocess.run(
             [sys.executable, "-m", "flakewarden", "stress", case.test, *options, "--", *PYTEST],

@@ -189,6 +189,14 @@ def test_stress_verdicts_are_shown_and_bad_files_named(history: Path, tmp_path: 
         "runs": 400,
         "failures": 37,
         "finished_at": "2026-10-01T10:00:00Z",
+        "where": {
+            "suspects": [
+                {"file": "ledger.py", "line": 13, "text": "self.total += cents", "score": 1.0},
+                {"file": "<img src=x onerror=alert(1)>.py", "line": 2, "text": "<b>x</b>"},
+                {"file": "cart.py", "line": "not a line"},
+                {"file": "fourth.py", "line": 4, "text": "not shown"},
+            ]
+        },
     }
     (good / "verdict.json").write_text(json.dumps(verdict), encoding="utf-8")
     bad = tmp_path / "bad.json"
@@ -201,6 +209,11 @@ def test_stress_verdicts_are_shown_and_bad_files_named(history: Path, tmp_path: 
     _, data = page_data(tmp_path / "site")
     [shown] = data["verdicts"][FLAKY]
     assert shown["verdict"] == "race" and shown["allowed"] is False and shown["runs"] == 400
+    # The first three suspects, as verdict.md leads with: an unreadable one is left out.
+    assert shown["where"] == [
+        {"at": "ledger.py:13", "text": "self.total += cents"},
+        {"at": "<img src=x onerror=alert(1)>.py:2", "text": "<b>x</b>"},
+    ]
 
 
 def test_weeks_count_runs_and_flaky_runs_per_iso_week() -> None:

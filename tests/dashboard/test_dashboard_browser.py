@@ -9,6 +9,7 @@ and message kept as text. Screenshots go to a temporary folder
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,4 +113,45 @@ def test_the_hostile_id_and_message_stay_text(browser, site: Path) -> None:  # t
     assert any("</script><img src=y onerror=alert(N)>" in g for g in groups)
     assert opened.dialogs == [] and opened.errors == []
     assert opened.requests == [opened.url]
+    opened.page.close()
+
+
+def test_a_verdicts_suspect_lines_are_shown_beside_it_as_text(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = build_history(tmp_path)
+    verdict = {
+        "test_id": FLAKY,
+        "verdict": "race",
+        "quarantine_allowed": False,
+        "reason": "pauses at ledger.py:13 alone failed it",
+        "runs": 400,
+        "failures": 37,
+        "where": {
+            "suspects": [
+                {"file": "ledger.py", "line": 13, "text": "self.total += cents"},
+                {"file": "<img src=x onerror=alert(1)>.py", "line": 2, "text": "<b>x</b>"},
+            ]
+        },
+    }
+    (tmp_path / "verdict.json").write_text(json.dumps(verdict), encoding="utf-8")
+    command = [PYTHON, "-m", "flakewarden", "dashboard", "--db", str(db), "--out", "site"]
+    done = subprocess.run(
+        [*command, "--verdicts", str(tmp_path / "verdict.json")],
+        cwd=tmp_path,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    opened = browser.open(tmp_path / "site" / "index.html")
+    p = opened.page
+    p.click(f"#rows .test-name:text-is('{FLAKY}')")
+    panel = p.locator("tr.detail .panel")
+    lines = panel.locator("ul.notes ul.notes li").all_text_contents()
+    assert lines == [
+        "where: ledger.py:13 self.total += cents",
+        "where: <img src=x onerror=alert(1)>.py:2 <b>x</b>",
+    ]
+    assert p.evaluate("document.querySelectorAll('img').length") == 0
+    assert panel.locator("ul.notes ul.notes li b").count() == 0  # the text's tag stays text
+    assert opened.console_errors == [] and opened.errors == []
     opened.page.close()

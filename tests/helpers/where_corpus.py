@@ -19,8 +19,11 @@ class Case(NamedTuple):
     files: dict[str, str]
     test: str  # node id
     verdict: str
-    # the knobs (race; "": any) or the seed kind (seed-dependent) the verdict should name
+    # the knobs (race; "": any), the seed kind (seed-dependent) or the polluter
+    # (order-dependent) the verdict should name
     detail: str
+    # a recorded run order to stress it with (``--order-from``); () for none
+    order: tuple[str, ...] = ()
 
     def fix_lines(self) -> set[tuple[str, int]]:
         """(file, line) of every line marked ``# fix``."""
@@ -309,4 +312,58 @@ DEADLINE = Case(
     "",  # a load knob or yield: any; the cause to name is the deadline
 )
 
-CORPUS = (CACHE, LEDGER, SESSIONS, BASKET, TAGS, DEADLINE)
+SETTINGS = Case(
+    "a polluter replaces a settings global",
+    "order-dependent",
+    {
+        "depot/__init__.py": "",
+        "depot/settings.py": """
+            CURRENCY = "EUR"
+            LOCALE = "de_DE"
+            RATES = {"EUR": 1.0, "USD": 1.1}
+            """,
+        "depot/prices.py": """
+            from depot import settings
+
+
+            def label(cents):
+                rate = settings.RATES[settings.CURRENCY]  # a distractor: every run reads it
+                amount = cents * rate / 100
+                return f"{amount:.2f} {settings.CURRENCY}"
+            """,
+        "test_settings.py": """
+            from depot import settings
+
+
+            def test_rates_are_positive():
+                assert all(rate > 0 for rate in settings.RATES.values())
+
+
+            def test_us_store_uses_dollars():
+                settings.CURRENCY = "USD"  # fix: never restored (monkeypatch restores it)
+                assert settings.CURRENCY == "USD"
+
+
+            def test_locale():
+                assert settings.LOCALE.startswith("de")
+            """,
+        "test_prices.py": """
+            from depot import prices
+
+
+            def test_label_in_euros():
+                assert prices.label(1250) == "12.50 EUR"
+            """,
+    },
+    "test_prices.py::test_label_in_euros",
+    "order-dependent",
+    "test_settings.py::test_us_store_uses_dollars",
+    (
+        "test_settings.py::test_rates_are_positive",
+        "test_settings.py::test_us_store_uses_dollars",
+        "test_settings.py::test_locale",
+        "test_prices.py::test_label_in_euros",
+    ),
+)
+
+CORPUS = (CACHE, LEDGER, SESSIONS, BASKET, TAGS, DEADLINE, SETTINGS)

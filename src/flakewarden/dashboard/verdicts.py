@@ -13,7 +13,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from flakewarden.model.suspects import Suspect
 from flakewarden.model.verdicts import VERDICTS
+
+SHOWN = 3  # suspect lines shown beside a verdict, as verdict.md leads with
 
 
 def read_verdicts(paths: Iterable[Path]) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
@@ -34,6 +37,7 @@ def read_verdicts(paths: Iterable[Path]) -> tuple[dict[str, list[dict[str, Any]]
                 "runs": int(data.get("runs") or 0),
                 "failures": int(data.get("failures") or 0),
                 "at": str(data.get("finished_at") or data.get("started_at") or ""),
+                "where": _where(data.get("where")),
             }
         except (OSError, ValueError, KeyError, TypeError) as exc:
             skipped.append(f"{target}: {exc}")
@@ -42,3 +46,18 @@ def read_verdicts(paths: Iterable[Path]) -> tuple[dict[str, list[dict[str, Any]]
     for items in found.values():
         items.sort(key=lambda v: str(v["at"]), reverse=True)
     return found, skipped
+
+
+def _where(data: Any) -> list[dict[str, str]]:
+    """The first suspect lines, as ``file:line`` and the line's text; [] when unreadable."""
+    suspects = data.get("suspects") if isinstance(data, dict) else None
+    if not isinstance(suspects, list):
+        return []
+    shown = []
+    for raw in suspects[:SHOWN]:
+        try:
+            suspect = Suspect.from_json(raw)
+        except (TypeError, ValueError, AttributeError):
+            continue
+        shown.append({"at": suspect.location[:300], "text": suspect.text[:200]})
+    return shown

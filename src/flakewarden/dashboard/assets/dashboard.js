@@ -116,7 +116,9 @@
     const verdicts = (d.verdicts || {})[t.i] || [];
     add("stress verdicts", verdicts.length ? el("ul", {cls: "notes"}, verdicts.map((v) => el("li", {},
       el("b", {text: v.verdict}), " (" + v.failures + " of " + v.runs + " runs failed; quarantine " +
-      (v.allowed ? "allowed" : "refused") + ") " + v.at + ": " + v.reason))) : "none known");
+      (v.allowed ? "allowed" : "refused") + ") " + v.at + ": " + v.reason,
+      (v.where || []).length ? el("ul", {cls: "notes"}, v.where.map((w) => el("li", {},
+        "where: ", el("code", {text: w.at}), " " + w.text))) : ""))) : "none known");
     if (t.issue) add("flake issue", el("a", {href: t.issue, text: "search the repository's flaky-test issues"}));
     box.appendChild(kv);
     box.appendChild(el("h3", {text: "Last " + plural(t.strip.length, "run") + " of " + (d.branch || "the branch") + ", oldest first"}));

@@ -315,3 +315,34 @@ def test_values_parse_as_documented() -> None:
     assert event_loop.parse(" 5:2.5 ") == (5, 2.5)
     for bad in ("", "x", "1:x", "1:-1", "1:nan", "1:5000"):
         assert event_loop.parse(bad) is None, bad
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_reordering_limited_to_await_points_moves_only_the_tasks_waiting_there(
+    tmp_path: Path,
+) -> None:
+    # The race needs a's resumption after its await and b's check to swap: moving only the
+    # tasks suspended at a's await fails it; moving only the task waiting in gather (its
+    # resumption comes after both) never does.
+    root = _project(tmp_path, {"race.py": CHECK_THEN_ACT, "test_race.py": IN_ASYNCIO_RUN})
+    fetch = _line_of(root / "race.py", 'if "key" not in cache:') + 1  # a's await
+    gather = _line_of(root / "race.py", "await asyncio.gather")
+
+    def runs(line: int) -> int:
+        extras = [
+            {
+                "FLAKEWARDEN_ASYNCIO": f"{seed}:0",
+                "FLAKEWARDEN_ASYNCIO_LINES": f"race.py:{line}",
+                "FLAKEWARDEN_REPEAT": "10",
+            }
+            for seed in range(4)
+        ]
+        done = run_many(root, "test_race.py", extras=extras)
+        assert [len(run.tests) for run in done] == [10] * 4, done[0].stdout
+        return sum(run.failed for run in done)
+
+    assert runs(fetch) >= 5  # about half of 40
+    assert runs(gather) == 0

@@ -57,6 +57,18 @@ def test_a_task_order_race_is_a_race_under_asyncio(tmp_path: Path) -> None:
     # No thread ran beside the test: the thread knobs could not apply and cost nothing.
     assert set(data["statistics"]["not_applicable"]) == {"switch-interval", "yield"}
     assert not [a for a in data["arms"] if a["knob"] in ("switch-interval", "yield")]
+    # The await points whose order decides it, each alone: moving only the tasks
+    # suspended at the warm-up's or the reader's await fails it; at the gather, never.
+    timing = data["timing"]
+    assert timing["kind"] == "interleaving", timing
+    assert timing["lines"] and set(timing["lines"]) <= {"test_cache.py:5", "test_cache.py:10"}
+    assert timing["alone"]["test_cache.py:17"]["failures"] == 0, timing
+    gather = arm(data, "await-points", "at test_cache.py:17")
+    assert gather["runs"] > 0 and gather["failures"] == 0
+    assert "moving the tasks suspended at test_cache.py:" in data["reason"]
+    assert "the order of the tasks at those awaits decides it" in data["reason"]
+    first = data["where"]["suspects"][0]
+    assert f"{first['file']}:{first['line']}" in timing["lines"]
 
 
 @pytest.mark.usefixtures("one_stress_at_a_time")

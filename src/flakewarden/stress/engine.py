@@ -61,6 +61,8 @@ from flakewarden.model.verdicts import INCONCLUSIVE, NOT_REPRODUCIBLE
 from flakewarden.reports.report_json import claim_directory
 from flakewarden.runner.process import plugin_dir, resolve_executable
 from flakewarden.stress import imports, order
+from flakewarden.stress.await_points import applies as await_points_applies
+from flakewarden.stress.await_points import await_points_phase
 from flakewarden.stress.causes import seed_applies, seed_first_applies, seed_phase
 from flakewarden.stress.draws import draws_phase, early_applies, refine_applies
 from flakewarden.stress.interleaving import applies as interleaving_applies
@@ -107,6 +109,7 @@ REFINERS = (
     Phase("draws-after", draws_phase, refine_applies),
     Phase("where", where_phase, where_applies),
     Phase("interleaving", interleaving_phase, interleaving_applies),
+    Phase("await-points", await_points_phase, await_points_applies),
 )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
 from flakewarden.model.signatures import project_frames
@@ -42,10 +42,10 @@ def applies(ctx: PhaseContext) -> bool:
     finding = ctx.finding
     if finding is None or finding.verdict != RACE or finding.knob not in ("yield", *LOAD_KNOBS):
         return False
-    return bool(_counted(ctx.arms))
+    return bool(counted(ctx.arms))
 
 
-def _counted(arms: Sequence[Arm]) -> list[Sample]:
+def counted(arms: Sequence[Arm]) -> list[Sample]:
     """The where phase's runs, with their line counts."""
     return [s for a in arms if a.phase == "where" for s in a.samples if s.lines is not None]
 
@@ -64,7 +64,7 @@ def _told_apart(ctx: PhaseContext) -> PhaseResult:
     found = PhaseEvidence(ctx)
     finding = ctx.finding
     assert finding is not None
-    runs = _counted(ctx.arms)
+    runs = counted(ctx.arms)
     sources: dict[str, Source] = {}
 
     def source(file: str) -> Source:
@@ -107,9 +107,9 @@ def _told_apart(ctx: PhaseContext) -> PhaseResult:
         counts["lines"] = [f"{f}:{n}" for f, n in chosen]
         timing = {"kind": "interleaving", **counts}
         reason = f"{finding.reason.rstrip('.')}; {said}: an interleaving at those lines"
-        where = _confirmed(finding.where, chosen, said, source)
+        where = confirmed(finding.where, chosen, said, source)
         return found.result(dataclasses.replace(finding, reason=reason, timing=timing, where=where))
-    diverges = any(_diverges(s) for s in _suspects(finding.where))
+    diverges = any(_diverges(s) for s in suspects_of(finding.where))
     if elsewhere.failures and not diverges and deadline is not None:
         timing = {"kind": "deadline", "by": said, **counts}
         return found.result(_as_deadline(finding, timing, deadline))
@@ -120,7 +120,7 @@ def _told_apart(ctx: PhaseContext) -> PhaseResult:
     return found.result(dataclasses.replace(finding, timing=timing))
 
 
-def _suspects(where: Mapping[str, Any]) -> list[Suspect]:
+def suspects_of(where: Mapping[str, Any]) -> list[Suspect]:
     found = where.get("suspects") or []
     return [Suspect.from_json(s) for s in found if isinstance(s, dict)]
 
@@ -135,16 +135,16 @@ def _suspect_lines(finding: Finding, runs: Sequence[Sample], source: Any) -> lis
     the busiest writes of shared state the runs executed (a traceback alone names no race)."""
     found = [
         (s.file, s.line)
-        for s in _suspects(finding.where)
+        for s in suspects_of(finding.where)
         if s.parts.get("spectrum", 0.0) > 0 or s.parts.get("cue", 0.0) > 0
     ]
     ran = sorted({(f, n) for s in runs if s.lines for f, lines in s.lines.items() for n in lines})
     writes = [(f, n) for f, n in ran if cues.WRITE in source(f).cues.get(n, set())]
-    busiest = sorted(writes, key=lambda key: -_mean(runs, key))
+    busiest = sorted(writes, key=lambda key: -mean_count(runs, key))
     return list(dict.fromkeys([*found, *busiest]))[:SUSPECTS]
 
 
-def _mean(runs: Sequence[Sample], key: tuple[str, int]) -> float:
+def mean_count(runs: Sequence[Sample], key: tuple[str, int]) -> float:
     file, line = key
     total = sum((s.lines or {}).get(file, {}).get(line, 0) for s in runs)
     return total / len(runs) if runs else 0.0
@@ -157,22 +157,25 @@ def _limited_runs(
     ran = {(f, n) for s in runs if s.lines for f, lines in s.lines.items() for n in lines}
     rest = sorted(ran - set(chosen))
     ctx.say(f"interleaving: pauses at {len(chosen)} suspect line(s), then at the other {len(rest)}")
-    arms = _pause_arms(ctx, found, runs, {"at-suspects": chosen, "elsewhere": rest})
+    arms = pause_arms(ctx, found, runs, {"at-suspects": chosen, "elsewhere": rest})
     return arms["at-suspects"], arms["elsewhere"]
 
 
-def _pause_arms(
+def pause_arms(
     ctx: PhaseContext,
     found: PhaseEvidence,
     runs: Sequence[Sample],
     limits: Mapping[str, Sequence[tuple[str, int]]],
+    limited: Optional[Callable[[Sequence[tuple[str, int]]], dict[str, str]]] = None,
+    phase: str = "interleaving",
 ) -> dict[str, Arm]:
-    """One arm per named set of lines, the pauses limited to it, as many in all as the knob's."""
+    """One arm per named set of lines, the knob limited to it: by default the ``yield``
+    knob's pauses, as many in all as the knob's; ``limited`` gives another knob's variables."""
     ran = {(f, n) for s in runs if s.lines for f, lines in s.lines.items() for n in lines}
-    every = sum(_mean(runs, key) for key in ran) or 1.0
+    every = sum(mean_count(runs, key) for key in ran) or 1.0
 
-    def env(lines: Sequence[tuple[str, int]]) -> dict[str, str]:
-        share = sum(_mean(runs, key) for key in lines)
+    def pauses(lines: Sequence[tuple[str, int]]) -> dict[str, str]:
+        share = sum(mean_count(runs, key) for key in lines)
         probability = min(MAX_PROBABILITY, YIELD_PROBABILITY * every / max(share, 1.0))
         seed = random.SystemRandom().randrange(1, 2**31)
         return {
@@ -180,16 +183,17 @@ def _pause_arms(
             "FLAKEWARDEN_YIELD_LINES": ",".join(f"{f}:{n}" for f, n in lines),
         }
 
+    env = limited or pauses
     repeat = max(1, min(20, WANTED // (PROCESSES * ROUNDS)))
-    arms = {name: Arm("interleaving", name) for name in limits}
+    arms = {name: Arm(phase, name) for name in limits}
     found.arms.extend(arms.values())
     for round_number in range(ROUNDS):
         if all(a.runs >= WANTED for a in arms.values()):
             break
-        if round_number and _out_of_time(ctx):  # the first round always runs
+        if round_number and out_of_time(ctx):  # the first round always runs
             break
         jobs = [
-            Job("interleaving", name, [ctx.test_id], repeat, NO_RANDOMLY, env(lines))
+            Job(phase, name, [ctx.test_id], repeat, NO_RANDOMLY, env(lines))
             for name, lines in limits.items()
             for _ in range(PROCESSES)
         ]
@@ -200,7 +204,7 @@ def _pause_arms(
     return arms
 
 
-def _out_of_time(ctx: PhaseContext) -> bool:
+def out_of_time(ctx: PhaseContext) -> bool:
     """The localisation's share of the time is spent (shared with the where phase).
 
     A quarter of the time the verdict took before the localisation, at least ``MIN_SECONDS``.
@@ -221,11 +225,11 @@ def _narrowed(
 
     When no line alone does (the interleaving needs pauses at two of them), the set stays.
     """
-    if len(chosen) < 2 or _out_of_time(ctx):
+    if len(chosen) < 2 or out_of_time(ctx):
         return chosen, {}
     names = {f"at {f}:{n}": (f, n) for f, n in chosen}
     ctx.say(f"interleaving: pauses at each of the {len(chosen)} lines alone")
-    arms = _pause_arms(ctx, found, runs, {name: [line] for name, line in names.items()})
+    arms = pause_arms(ctx, found, runs, {name: [line] for name, line in names.items()})
     kept = {
         name: arm
         for name, arm in arms.items()
@@ -264,7 +268,7 @@ def _deadline(ctx: PhaseContext, runs: Sequence[Sample], source: Any) -> Optiona
     ]
     if not every:
         return None
-    ranked = sorted(every, key=lambda key: -_mean(failing, key))[:3]
+    ranked = sorted(every, key=lambda key: -mean_count(failing, key))[:3]
     file, line = ranked[0]
     others = [f"{f}:{n} ({source(f).deadline(n)})" for f, n in ranked[1:]]
     return {
@@ -310,17 +314,19 @@ def _as_deadline(
     suspect = Suspect(
         deadline["file"], deadline["line"], deadline["text"], 1.0, said, {"deadline": 1.0}
     )
-    rest = [s for s in _suspects(finding.where) if (s.file, s.line) != (suspect.file, suspect.line)]
+    rest = [
+        s for s in suspects_of(finding.where) if (s.file, s.line) != (suspect.file, suspect.line)
+    ]
     where = {**finding.where, "suspects": [s.to_json() for s in [suspect, *rest]]}
     timing = {**timing, "deadline": deadline}
     return dataclasses.replace(finding, reason=reason, timing=timing, where=where)
 
 
-def _confirmed(
+def confirmed(
     where: Mapping[str, Any], chosen: Sequence[tuple[str, int]], said: str, source: Any
 ) -> dict[str, Any]:
     """The suspects the limited pauses confirmed, first, with that evidence."""
-    suspects = {(s.file, s.line): s for s in _suspects(where)}
+    suspects = {(s.file, s.line): s for s in suspects_of(where)}
     marked = []
     for file, line in chosen:
         known = suspects.pop((file, line), None)

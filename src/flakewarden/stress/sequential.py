@@ -30,7 +30,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Optional
 
-from flakewarden.model.binomial import ALPHA, lower_bound, upper_bound
+from flakewarden.model.binomial import ALPHA, binomial_cdf, lower_bound, upper_bound
 from flakewarden.stress.bounds import (
     BETA,
     DEFAULT_MARGIN,
@@ -72,10 +72,10 @@ BASELINE_CONFIDENCE = 0.95
 # knob changes nothing).
 THETA_GRID = (0.55, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999)
 
-# How far below independence the failing processes must fall to count as clustered
-# (one-sided 0.5%): checked at every round, so a looser test would fire on independent runs
-# by chance and slow their bound for nothing; real clustering sits far below it.
-CLUSTERED_Z = 2.576
+# The tail below which clean processes count as clustered: checked at every round, so a
+# looser test would fire on independent runs by chance and slow their bound for nothing;
+# real clustering sits far beyond it.
+CLUSTERED_P = 0.005
 
 RACE = "race"
 BOUNDED = "bounded"
@@ -145,6 +145,7 @@ class Sequential:
         self.baseline_floor = ShareBound(1 - BASELINE_CONFIDENCE)
         # every process's (runs, failures), per arm: what the clustering check reads
         self.processes: dict[str, list[Counts]] = {}
+        self.seen_clustered: set[str] = set()  # arms whose failures clustered at some look
         self._bounds: dict[str, KnobBound] = {}
         self._clustered: dict[str, bool] = {}
         for arm in ("baseline", *self.knobs):
@@ -165,6 +166,7 @@ class Sequential:
         if arm == "baseline":
             self.baseline_floor = ShareBound(1 - BASELINE_CONFIDENCE)
         self.processes[arm] = []
+        self.seen_clustered.discard(arm)
         if arm in self.totals:
             done, total = self.earlier[arm], self.totals[arm]
             self.earlier[arm] = Counts(done.runs + total.runs, done.failures + total.failures)
@@ -210,29 +212,36 @@ class Sequential:
     def clustered(self, arm: str) -> bool:
         """The arm's failures bunch into fewer processes than independent runs would give.
 
-        Under independent runs at the arm's observed rate, the number of
-        processes with at least one failure has a known mean and variance; a
-        count more than CLUSTERED_Z standard deviations below it (one-sided 0.5%) says
-        the runs of a process share their fate, and the bound then counts
-        processes instead of runs.
+        Under independent runs at the arm's observed rate, each process fails none of its
+        runs with a known chance, and the processes that fail none are a sum of such
+        coins: at most as spread as a binomial with their mean chance, whose exact upper
+        tail (Hoeffding, 1956) is then a valid p-value. More clean processes than a tail
+        of ``CLUSTERED_P`` allows says the runs of a process share their fate, and the
+        bound then takes processes as its units. Exact, because clean processes are rare
+        at high rates, where a normal approximation fires by chance.
         """
+        if arm in self.seen_clustered:
+            return True  # once seen, for good: runs that shared their fate once may again
         cached = self._clustered.get(arm)
         if cached is not None:
             return cached
         self._clustered[arm] = found = self._clusters(self.processes[arm])
+        if found:
+            self.seen_clustered.add(arm)
         return found
 
     @staticmethod
     def _clusters(processes: Sequence[Counts]) -> bool:
-        total = _total(processes)
+        ran = [p for p in processes if p.runs]
+        total = _total(ran)
         if total.failures < 2:
             return False
         rate = total.failures / total.runs
-        chances = [1 - (1 - rate) ** p.runs for p in processes]
-        mean = math.fsum(chances)
-        variance = math.fsum(c * (1 - c) for c in chances)
-        observed = sum(1 for p in processes if p.failures)
-        return variance > 0 and (observed - mean) / math.sqrt(variance) < -CLUSTERED_Z
+        chance = math.fsum((1 - rate) ** p.runs for p in ran) / len(ran)
+        clean = sum(1 for p in ran if not p.failures)
+        if not clean:
+            return False
+        return 1.0 - binomial_cdf(clean - 1, len(ran), chance) < CLUSTERED_P
 
     def all_levels(self, knob: str) -> Counts:
         """The knob's runs and failures at every level, as its arm in the evidence counts them."""

@@ -21,6 +21,13 @@ pytest-asyncio, anyio's asyncio backend) created after the plugin is configured:
   (default ``DEFAULT_JITTER_MS``): never earlier than asked, so a test that measures a
   sleep's length still passes; two deadlines closer than the jitter may swap.
 
+Await points (``FLAKEWARDEN_ASYNCIO_LINES``: ``<file>:<line>`` pairs, comma-separated,
+files relative to the rootdir): only the tasks suspended at one of those lines (in any
+frame of the chain of coroutines they await) are moved, each to a seeded place among
+the other callbacks, which keep their order. Localisation confirms an asyncio race with
+it: reordering tasks at a few awaits makes the test fail where reordering them at the
+other awaits does not.
+
 Each loop draws from two ``random.Random`` of its own, seeded with the seed and the loop's
 number in creation order (``"<seed>:loop<n>:order"``, ``"<seed>:loop<n>:timers"``): the
 test's own ``random`` draws are untouched. Loops of another class (uvloop's) are left alone.
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 import random
 import sys
 import threading
@@ -54,6 +62,35 @@ _jitter = 0.0  # seconds
 _loops = 0  # loops given a ``_Ready``, numbering the next one's streams
 _originals: Optional[tuple[Any, dict[str, Any]]] = None  # the class and what it had
 _finder: Optional[OnImport] = None
+LINES_VARIABLE = "FLAKEWARDEN_ASYNCIO_LINES"
+_only: Any = None  # ``yields.Only``: the await lines reordering is limited to, when set
+
+
+def limit(rootdir: str) -> None:
+    """Limit the reordering to the tasks suspended at ``FLAKEWARDEN_ASYNCIO_LINES``."""
+    global _only
+    text = os.environ.get(LINES_VARIABLE, "").strip()
+    if text:
+        from .yields import Only  # compiled only when the reordering is limited
+
+        _only = Only(rootdir, text)
+
+
+def _suspended_at_limited(handle: Any) -> bool:
+    """The handle resumes a task suspended at one of the limited lines, in any frame."""
+    task = getattr(getattr(handle, "_callback", None), "__self__", None)
+    get_coro = getattr(task, "get_coro", None)
+    if _only is None or get_coro is None:
+        return False
+    awaited = get_coro()
+    for _ in range(100):  # a chain of awaits, bounded
+        if awaited is None:
+            break
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+        if frame is not None and frame.f_lineno in _only.lines(frame.f_code.co_filename):
+            return True
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+    return False
 
 
 def parse(text: str) -> Optional[tuple[int, float]]:
@@ -123,10 +160,23 @@ class _Ready(collections.deque):  # type: ignore[type-arg]
             queues.setdefault(source, []).append(handle)
             order.append(source)
         if len(queues) > 1:
-            self.order.shuffle(order)
+            if _only is None:
+                self.order.shuffle(order)
+            else:
+                order = self._limited(order, queues)
             heads = {source: iter(queue) for source, queue in queues.items()}
             batch = [next(heads[source]) for source in order]
         collections.deque.extendleft(self, reversed(batch))
+
+    def _limited(self, order: list[int], queues: dict[int, list[Any]]) -> list[int]:
+        """Only the sources that resume a task at a limited line move, each to a seeded place."""
+        moving = {source for source, queue in queues.items() if _suspended_at_limited(queue[0])}
+        if not moving:
+            return order
+        kept = [source for source in order if source not in moving]
+        for source in (source for source in order if source in moving):
+            kept.insert(self.order.randrange(len(kept) + 1), source)
+        return kept
 
 
 def _new_ready() -> _Ready:
@@ -202,8 +252,9 @@ def install(count: bool, knob: Optional[tuple[int, float]]) -> None:
 
 def uninstall() -> None:
     """Give ``BaseEventLoop`` back what it had; loops made meanwhile keep their ``_Ready``."""
-    global _originals, _seed, _count
+    global _originals, _seed, _count, _only
     _remove_finder()
+    _only = None
     if _originals is not None:
         base, originals = _originals
         for name, function in originals.items():

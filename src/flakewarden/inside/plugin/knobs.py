@@ -134,6 +134,8 @@ def configure(config: Any, plugin_dir: str) -> None:
         _facts = True
     if facts or asyncio_knob is not None:
         event_loop.install(facts, asyncio_knob)
+    if asyncio_knob is not None:
+        event_loop.limit(str(config.rootpath))
     said = []
     how = ""
     if yield_knob is not None:

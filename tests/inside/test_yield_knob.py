@@ -18,7 +18,7 @@ import pytest
 from helpers.plugin_runs import SWITCHES_ONLY_BETWEEN_LINES, run_many, run_plugin
 from helpers.project import make_project
 
-from flakewarden.inside.plugin import yields
+from flakewarden.inside.plugin import places, yields
 
 PROBABILITY = "0.001"  # the default recommended to the engine (KNOBS-DOC.md)
 
@@ -274,20 +274,20 @@ def test_only_the_projects_files_are_its_code(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     (root / "src").mkdir(parents=True)
     plugin = tmp_path / "plugin"
-    places = yields.Places(str(root), str(plugin))
-    assert places(str(root / "src" / "app.py"))
-    assert places(str(root / "tests" / "test_app.py"))
+    places_of = places.Places(str(root), str(plugin))
+    assert places_of(str(root / "src" / "app.py"))
+    assert places_of(str(root / "tests" / "test_app.py"))
     venv = root / ".venv" / "lib" / "python3.12" / "site-packages" / "lib.py"
-    assert not places(str(venv))
-    assert not places(str(root / "debian" / "dist-packages" / "lib.py"))
-    assert not places(os.__file__)  # the standard library
-    assert not places(pytest.__file__)
-    assert not places(str(plugin / "flakewarden_pytest_plugin.py"))
-    assert not places("<flakewarden_pytest_plugin/yields.py>")
-    assert not places("<string>")
-    assert not places(str(tmp_path / "elsewhere.py"))
+    assert not places_of(str(venv))
+    assert not places_of(str(root / "debian" / "dist-packages" / "lib.py"))
+    assert not places_of(os.__file__)  # the standard library
+    assert not places_of(pytest.__file__)
+    assert not places_of(str(plugin / "flakewarden_pytest_plugin.py"))
+    assert not places_of("<flakewarden_pytest_plugin/yields.py>")
+    assert not places_of("<string>")
+    assert not places_of(str(tmp_path / "elsewhere.py"))
     (tmp_path / "link").symlink_to(root)
-    assert places(str(tmp_path / "link" / "src" / "app.py"))  # the same file, by a link
+    assert places_of(str(tmp_path / "link" / "src" / "app.py"))  # the same file, by a link
 
 
 def test_values_parse_as_documented() -> None:

@@ -63,7 +63,7 @@ _loops = 0  # loops given a ``_Ready``, numbering the next one's streams
 _originals: Optional[tuple[Any, dict[str, Any]]] = None  # the class and what it had
 _finder: Optional[OnImport] = None
 LINES_VARIABLE = "FLAKEWARDEN_ASYNCIO_LINES"
-_only: Any = None  # ``yields.Only``: the await lines reordering is limited to, when set
+_only: Any = None  # ``places.Only``: the await lines reordering is limited to, when set
 
 
 def limit(rootdir: str) -> None:
@@ -71,7 +71,7 @@ def limit(rootdir: str) -> None:
     global _only
     text = os.environ.get(LINES_VARIABLE, "").strip()
     if text:
-        from .yields import Only  # compiled only when the reordering is limited
+        from .places import Only  # compiled only when the reordering is limited
 
         _only = Only(rootdir, text)
 

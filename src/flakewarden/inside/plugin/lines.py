@@ -3,7 +3,7 @@
 Localisation compares failing runs with passing ones line by line: a branch only the
 failing runs take, or a line they run more often (a check-then-act race builds its value
 twice). While a test runs (from its setup's start to its teardown's end, as the knobs'
-window), every line event in the project's code (``yields.Places``: under the rootdir,
+window), every line event in the project's code (``places.Places``: under the rootdir,
 not site-packages, the standard library, pytest or this plugin) is counted, in every
 Python thread. The counts go on the teardown's report (``LINES_ATTRIBUTE``) and from there
 into the run's ``test`` record as ``{"file relative to the rootdir": {"line": count}}``.
@@ -22,8 +22,8 @@ import sys
 import threading
 from typing import Any, Callable, Optional
 
+from .places import Places
 from .recorder import LINES_ATTRIBUTE
-from .yields import Places
 
 __all__ = ["LINES_ATTRIBUTE", "configure", "counting", "hit", "start", "stop", "unconfigure"]
 

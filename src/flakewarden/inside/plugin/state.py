@@ -27,8 +27,8 @@ import sys
 import types
 from typing import Any, Optional
 
+from .places import Places
 from .recorder import STATE_ATTRIBUTE
-from .yields import Places
 
 __all__ = ["STATE_ATTRIBUTE", "VARIABLE", "configure"]
 

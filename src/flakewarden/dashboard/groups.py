@@ -9,9 +9,9 @@ and since when, instead of as a dozen unrelated flakes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from flakewarden.history.failures import Failure, SignatureRow
+from flakewarden.model.causes import FailureGroup
 
 #: Groups shown at most (the widest first), tests and sample messages per group.
 MAX_GROUPS = 200
@@ -25,7 +25,7 @@ def group_failures(
     signatures: Mapping[int, SignatureRow],
     test_names: Mapping[int, str],
     runs: Mapping[int, tuple[str, str]],
-) -> list[dict[str, Any]]:
+) -> list[FailureGroup]:
     """The groups, widest first: most tests hit, then most failures, then newest.
 
     ``runs`` maps a run's database id to its start time and its link ("" when none).
@@ -48,22 +48,19 @@ def group_failures(
         messages = list(dict.fromkeys(f.message for f in members if f.message))
         tests = sorted(per_test.items(), key=lambda item: (-item[1], test_names.get(item[0], "")))
         groups.append(
-            {
-                **row.signature.to_json(),
-                "key": row.signature.key,
-                "example": row.example,
-                "failures": len(members),
-                "runs": len({f.run for f in members}),
-                "tests": [[test_names.get(t, "?"), n] for t, n in tests[:MAX_TESTS]],
-                "tests_total": len(per_test),
-                "first": times[0] if times else "",
-                "last": times[-1] if times else "",
-                "messages": messages[:MAX_MESSAGES],
-                "recent": [
-                    list(runs.get(r, ("", ""))) for r in newest_runs[:MAX_RUNS] if r in runs
-                ],
-            }
+            FailureGroup(
+                signature=row.signature,
+                example=row.example,
+                failures=len(members),
+                runs=len({f.run for f in members}),
+                tests=tuple((test_names.get(t, "?"), n) for t, n in tests[:MAX_TESTS]),
+                tests_total=len(per_test),
+                first=times[0] if times else "",
+                last=times[-1] if times else "",
+                messages=tuple(messages[:MAX_MESSAGES]),
+                recent=tuple(runs[r] for r in newest_runs[:MAX_RUNS] if r in runs),
+            )
         )
-    groups.sort(key=lambda g: str(g["last"]), reverse=True)
-    groups.sort(key=lambda g: (-g["tests_total"], -g["failures"]))
+    groups.sort(key=lambda g: g.last, reverse=True)
+    groups.sort(key=lambda g: (-g.tests_total, -g.failures))
     return groups[:MAX_GROUPS]

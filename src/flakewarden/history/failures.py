@@ -66,7 +66,7 @@ def write_failures(
     rows = []
     examples: dict[str, tuple[Signature, str]] = {}
     for _, test, attempt in found[:MAX_PER_RUN]:
-        sig = signature(attempt.longrepr, attempt.message, attempt.raised)
+        sig = attempt.signature or signature(attempt.longrepr, attempt.message, attempt.raised)
         examples.setdefault(sig.key, (sig, attempt.longrepr or attempt.message))
         rows.append((ids[test.id], attempt.attempt, sig.key, attempt.message[:MESSAGE_LIMIT]))
     if examples:

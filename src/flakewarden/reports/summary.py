@@ -14,6 +14,7 @@ from flakewarden.model import Outcome, RunReport, TestResult
 from flakewarden.model.raised import short_name
 from flakewarden.model.subtests import failed_histories
 from flakewarden.reports.annotations import ANNOTATION_LIMIT, KINDS, plan_annotations
+from flakewarden.reports.cause_text import shared_causes
 from flakewarden.reports.summary_blame import blame_notes, blame_phrase, judged
 from flakewarden.reports.summary_text import CELL_LIMIT, escape_markdown
 
@@ -157,6 +158,22 @@ def _notes(report: RunReport) -> list[str]:
     return lines
 
 
+def _causes(report: RunReport) -> list[str]:
+    """The causes that failed several tests, first: one thing that went wrong, said once."""
+    shared = shared_causes(report)
+    if not shared:
+        return []
+    lines = ["### Causes", ""]
+    for cause in shared:
+        named = ", ".join(escape_markdown(test) for test in cause.tests)
+        more = f" and {cause.more} more" if cause.more else ""
+        lines.append(
+            f"- {escape_markdown(cause.sentence, CELL_LIMIT * 2)} (cause `{cause.id}`): "
+            f"{named}{more}."
+        )
+    return [*lines, ""]
+
+
 def _disagreements(report: RunReport) -> list[str]:
     """A loud block when flakewarden's records do not add up to pytest's own summary."""
     differing = [a for a in report.attempts if a.disagreements]
@@ -295,6 +312,7 @@ def render_summary(
         *blame_notes(report),
         *_notes(report),
         "",
+        *_causes(report),
     ]
     hard = report.with_outcome(Outcome.FAILED, Outcome.ERROR)
     flaky = report.with_outcome(Outcome.FLAKY)

@@ -16,6 +16,7 @@ from typing import Any, Optional
 from flakewarden.model import AttemptResult, Outcome, RunReport, TestResult, id_key
 from flakewarden.model.raised import raised_text
 from flakewarden.reports import blame_text
+from flakewarden.reports.cause_text import shared_causes
 from flakewarden.reports.html.clip import Budget, clip
 from flakewarden.reports.html.coverage_files import FileCoverage, read_file_coverage
 
@@ -270,6 +271,10 @@ def report_data(report: RunReport, report_dir: Optional[Path] = None) -> dict[st
         },
         "totals": report.totals.to_json(),
         "problems": [p[:2000] for p in report.problems[:50]],
+        "causes": [
+            {"id": c.id, "text": c.sentence, "tests": list(c.tests), "more": c.more}
+            for c in shared_causes(report)
+        ],
         "attempts": _attempts(report),
         "coverage": _coverage(report, report_dir),
         "tests": rows,

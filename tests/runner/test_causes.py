@@ -51,7 +51,8 @@ def test_a_storm_is_one_cause_named_by_every_attempt_it_failed(tmp_path: Path) -
     assert said.startswith(
         "- 6 tests failed their first attempt with ConnectionRefusedError: "
         "\\[Errno N\\] Connection refused: could not connect to N:N in tests/conftest.py::query; "
-        f"all 6 passed on a rerun (cause `{first['id']}`)"
+        "all 6 passed on a rerun; the environment, not the tests "
+        f"(it matches type:ConnectionRefusedError) (cause `{first['id']}`)"
     ), said
     assert "test_alone" not in said  # a cause of one test stays in the table
     html = _html_data(result.report_dir)

@@ -192,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
     from flakewarden.history.context import collect_context
     from flakewarden.reports.report_json import write_reports
 
+    report.environment_patterns = config.causes.environment
     with timings.phase("run context"):
         report.context = collect_context(
             os.environ,

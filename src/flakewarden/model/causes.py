@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from flakewarden.model.environment import DEFAULT_PATTERNS, environment_pattern
 from flakewarden.model.signatures import Signature
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ class Cause:
 
     signature: Signature
     attempts: tuple[tuple[str, int], ...]  # (test id, attempt number), in the report's order
+    environment: str = ""  # the environment pattern it matched: the environment's, not a test's
 
     @property
     def id(self) -> str:
@@ -45,22 +47,48 @@ class Cause:
             "id": self.id,
             "signature": self.signature.key,
             **self.signature.to_json(),
+            "environment": bool(self.environment),
+            **({"environment_pattern": self.environment} if self.environment else {}),
             "tests": list(self.tests),
             "attempts": [{"test": test, "attempt": number} for test, number in self.attempts],
         }
 
 
-def run_causes(tests: Sequence[TestResult]) -> list[Cause]:
-    """The causes of a run's failed attempts, widest first (most tests, then attempts)."""
+def run_causes(
+    tests: Sequence[TestResult], environment: Sequence[str] = DEFAULT_PATTERNS
+) -> list[Cause]:
+    """The causes of a run's failed attempts, widest first (most tests, then attempts).
+
+    ``environment``: the patterns that tell a cause of the environment's.
+    """
     found: dict[str, tuple[Signature, list[tuple[str, int]]]] = {}
     for test in tests:
         for attempt in test.attempts:
             sig = attempt.signature
             if sig is not None:
                 found.setdefault(sig.key, (sig, []))[1].append((test.id, attempt.attempt))
-    causes = [Cause(sig, tuple(attempts)) for sig, attempts in found.values()]
+    causes = [
+        Cause(sig, tuple(attempts), environment_pattern(sig, environment))
+        for sig, attempts in found.values()
+    ]
     causes.sort(key=lambda c: (-len(c.tests), -len(c.attempts), c.signature.key))
     return causes
+
+
+def environment_only(causes: Sequence[Cause]) -> dict[str, Cause]:
+    """The tests every failed attempt of which was the environment's, each with that cause.
+
+    Such a test did nothing wrong: it is not counted toward its flake rate or quarantine.
+    """
+    found: dict[str, Cause] = {}
+    other: set[str] = set()
+    for cause in causes:
+        for test in cause.tests:
+            if cause.environment:
+                found.setdefault(test, cause)
+            else:
+                other.add(test)
+    return {test: cause for test, cause in found.items() if test not in other}
 
 
 @dataclasses.dataclass(frozen=True)

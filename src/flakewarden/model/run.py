@@ -11,6 +11,7 @@ from flakewarden.model.attempts import Attempt
 from flakewarden.model.blame import BlameRun
 from flakewarden.model.causes import Cause, run_causes
 from flakewarden.model.coverage import CoverageSummary
+from flakewarden.model.environment import DEFAULT_PATTERNS
 from flakewarden.model.history import RunContext
 from flakewarden.model.outcomes import SCHEMA_VERSION, Outcome
 from flakewarden.model.results import TestResult
@@ -62,6 +63,9 @@ class RunReport:
     junit_from: list[str] = dataclasses.field(default_factory=list)
     # ``flakewarden run --base``: the change each failed test was judged against.
     blame: Optional[BlameRun] = None
+    # What tells a cause of the environment's (``causes.environment`` in the configuration);
+    # not kept in report.json: a command that reads the report sets its own configuration's.
+    environment_patterns: tuple[str, ...] = DEFAULT_PATTERNS
 
     @property
     def totals(self) -> Totals:
@@ -96,7 +100,7 @@ class RunReport:
     @property
     def causes(self) -> list[Cause]:
         """The run's failed attempts grouped by signature, widest first."""
-        return run_causes(self.tests)
+        return run_causes(self.tests, self.environment_patterns)
 
     @property
     def rerun_tests(self) -> list[TestResult]:

@@ -52,7 +52,10 @@ def _ends(cause: Cause, report: RunReport) -> str:
 
 
 def describe(cause: Cause, report: RunReport) -> str:
-    """``30 tests failed their first attempt with E: message in path::func; all 30 ...``."""
+    """``30 tests failed their first attempt with E: message in path::func; all 30 ...``.
+
+    A cause of the environment's says so, and the pattern that tells it.
+    """
     numbers = {number for _, number in cause.attempts}
     if numbers == {1}:
         when = "their first attempt"
@@ -63,7 +66,10 @@ def describe(cause: Cause, report: RunReport) -> str:
     if sig.frame:
         text += f" in {sig.frame}"
     ends = _ends(cause, report)
-    return f"{text}; {ends}" if ends else text
+    text = f"{text}; {ends}" if ends else text
+    if cause.environment:
+        text += f"; the environment, not the tests (it matches {cause.environment})"
+    return text
 
 
 def shared_causes(report: RunReport) -> list[CauseText]:

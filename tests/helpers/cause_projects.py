@@ -67,10 +67,15 @@ def test_alone(request):
 """
 
 
-def storm_project(root: Path, storm: int = 30, modules: int = 3) -> Project:
+def storm_project(root: Path, storm: int = 30, modules: int = 3, passing: int = 0) -> Project:
     """``storm`` tests that share the database's first-attempt refusal, spread over
-    ``modules`` modules, and one more that flakes alone on an assertion."""
+    ``modules`` modules, one more that flakes alone on an assertion, and ``passing`` tests
+    that always pass."""
     files = {"tests/conftest.py": CONFTEST, "tests/test_loner.py": LONER}
+    if passing:
+        files["tests/test_plain.py"] = "".join(
+            f"def test_plain_{n}():\n    pass\n\n\n" for n in range(passing)
+        )
     for m in range(modules):
         body = "".join(DB_MODULE.format(n=n) for n in range(storm) if n % modules == m)
         files[f"tests/test_db_{m}.py"] = body

@@ -81,6 +81,8 @@ class CauseSettings(NamedTuple):
     """How failures are grouped into causes (``causes:`` in the file)."""
 
     environment: tuple[str, ...] = DEFAULT_PATTERNS  # what tells the environment's causes
+    # Most tests rerun, past --max-failures, for causes of the environment's.
+    environment_rerun_limit: int = 200
 
 
 class Config(NamedTuple):
@@ -294,7 +296,11 @@ def _patterns(path: str, value: Any) -> tuple[str, ...]:
 NOTIFY_KEYS: dict[str, Check] = {"webhook_url": _webhook}
 RERUN_KEYS: dict[str, Check] = {"only": _patterns, "except": _patterns}
 RETRY_KEYS: dict[str, Check] = {"count_as_flaky": _bool}
-CAUSE_KEYS: dict[str, Check] = {"environment": _patterns, "builtin_environment": _bool}
+CAUSE_KEYS: dict[str, Check] = {
+    "environment": _patterns,
+    "builtin_environment": _bool,
+    "environment_rerun_limit": _int(0),
+}
 
 HISTORY_KEYS: dict[str, Check] = {
     "default_branch": _text,
@@ -404,7 +410,10 @@ def parse(data: Any, where: str) -> Config:
         rerun_only=rerun.get("only", ()),
         rerun_except=rerun.get("except", ()),
         retry_count_as_flaky=retry.get("count_as_flaky", False),
-        causes=CauseSettings(environment=(*builtin, *causes.get("environment", ()))),
+        causes=CauseSettings(
+            environment=(*builtin, *causes.get("environment", ())),
+            environment_rerun_limit=causes.get("environment_rerun_limit", 200),
+        ),
         **top,
     )
 

@@ -184,6 +184,8 @@ def run(args: argparse.Namespace) -> int:
         rerun_policy=_rerun_policy(args, config),
         part_env=None if blame is None else blame.part_env,
         judge=None if blame is None else blame.judge,
+        environment=config.causes.environment,
+        environment_rerun_limit=config.causes.environment_rerun_limit,
     )
     sys.stdout.flush()
     # The tests' output is data: nothing it prints may act as a workflow command.

@@ -83,6 +83,7 @@ class CauseSettings(NamedTuple):
     environment: tuple[str, ...] = DEFAULT_PATTERNS  # what tells the environment's causes
     # Most tests rerun, past --max-failures, for causes of the environment's.
     environment_rerun_limit: int = 200
+    storm_tests: int = 3  # a cause that hits this many tests in a run files one cause issue
 
 
 class Config(NamedTuple):
@@ -300,6 +301,7 @@ CAUSE_KEYS: dict[str, Check] = {
     "environment": _patterns,
     "builtin_environment": _bool,
     "environment_rerun_limit": _int(0),
+    "storm_tests": _int(2),
 }
 
 HISTORY_KEYS: dict[str, Check] = {
@@ -413,6 +415,7 @@ def parse(data: Any, where: str) -> Config:
         causes=CauseSettings(
             environment=(*builtin, *causes.get("environment", ())),
             environment_rerun_limit=causes.get("environment_rerun_limit", 200),
+            storm_tests=causes.get("storm_tests", 3),
         ),
         **top,
     )

@@ -152,6 +152,7 @@ class TestResult:
     # Flaky, failing where other test modules were collected and passing in a rerun that
     # collected fewer: it may depend on what importing those modules does.
     collection_hint: bool = False
+    collection_evidence: str = ""  # what in the run points at collection, when it is marked
 
     @property
     def retries(self) -> list[InTestRetry]:
@@ -196,6 +197,7 @@ class TestResult:
             **({"change": self.change.to_json()} if self.change is not None else {}),
             **({"base": self.base.to_json()} if self.base is not None else {}),
             **({"collection_hint": True} if self.collection_hint else {}),
+            **({"collection_evidence": self.collection_evidence} if self.collection_hint else {}),
         }
 
     @classmethod
@@ -211,4 +213,5 @@ class TestResult:
             change=TestChange.from_json(data.get("change")),
             base=BaseCheck.from_json(data.get("base")),
             collection_hint=data.get("collection_hint") is True,
+            collection_evidence=str(data.get("collection_evidence") or ""),
         )

@@ -84,6 +84,8 @@ def _row(test: TestResult, blame_column: bool = False) -> str:
         attempts += f"; {test.not_rerun}"
     if test.collection_hint:
         attempts += f"; {COLLECTION_HINT}"
+        if test.collection_evidence:
+            attempts += f" ({test.collection_evidence})"
     return (
         f"| {escape_markdown(test.outcome_text)} | {escape_markdown(test.id)} "
         f"| {escape_markdown(attempts)} "

@@ -156,7 +156,7 @@ def run_attempts(options: RunOptions, say: Say) -> Ran:
         tests = fold(
             state.order, state.records, options.quarantined, state.early.folded, state.not_rerun
         )
-        mark_collection_hints(tests, state.collected_files)
+        mark_collection_hints(tests, state.collected_files, state.records)
     report = RunReport(
         command=list(options.command),
         rootdir=state.rootdir or str(options.cwd),

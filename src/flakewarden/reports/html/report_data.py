@@ -104,7 +104,8 @@ def _notes(test: TestResult, quarantined: bool) -> list[str]:
     if test.not_rerun:
         notes.append(f"not rerun: {test.not_rerun}")
     if test.collection_hint:
-        notes.append("may depend on what collecting other test modules does")
+        evidence = f": {test.collection_evidence}" if test.collection_evidence else ""
+        notes.append(f"may depend on what collecting other test modules does{evidence}")
     if test.retried_inside:
         notes.append(f"retried inside the test: {test.retried_inside}")
     blame = blame_text.phrase(test)

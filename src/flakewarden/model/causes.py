@@ -105,6 +105,11 @@ class FailureGroup:
     last: str
     messages: tuple[str, ...]  # a few of its unmasked first lines
     recent: tuple[tuple[str, str], ...]  # (start time, link) of its newest runs
+    environment: str = ""  # the environment pattern it matches, when it is the environment's
+    # ``rising``, ``falling`` or ``steady`` (runs hit among the newest against those before),
+    # or ``stopped``: not seen in the newest runs; and that said in words.
+    trend: str = ""
+    trend_text: str = ""
 
     @property
     def id(self) -> str:
@@ -124,4 +129,7 @@ class FailureGroup:
             "last": self.last,
             "messages": list(self.messages),
             "recent": [list(run) for run in self.recent],
+            "environment": bool(self.environment),
+            "trend": self.trend,
+            "trend_text": self.trend_text,
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import subprocess
 import sys
 from pathlib import Path
@@ -10,11 +11,18 @@ from typing import Any
 import pytest
 from helpers.cause_projects import reset, storm_project
 from helpers.github_emulator import GitHubEmulator
-from helpers.github_fixtures import emulator_env, issue_labels, issue_marker, seed_issue
+from helpers.github_fixtures import (
+    emulator_env,
+    issue_labels,
+    issue_marker,
+    make_client,
+    seed_issue,
+)
 from helpers.hermetic import clean_env
 from helpers.project import Project
 
 from flakewarden.cli import main
+from flakewarden.issues.digest import ranking as digest
 from flakewarden.issues.hit_ledger import Checkpoint
 from flakewarden.issues.records import LABEL
 
@@ -138,3 +146,51 @@ def test_a_storm_across_three_shards_is_one_cause_filed_alike_from_shards_or_mer
     assert [i["number"] for i in emulator.open_issues("flake-cause")] == [cause["number"]]
     assert issue_marker(emulator, cause["number"])["hits"] == 3
     assert len(emulator.open_issues(LABEL)) == 2
+
+
+def test_the_digest_ranks_causes_apart_and_says_which_stopped(
+    emulator: GitHubEmulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    emulator_env(monkeypatch, emulator)
+    project = storm_project(tmp_path / "p", storm=4, modules=2)
+    _issues(_green_storm_of(project, 5), capsys)  # an outage's cause issue and the loner's
+    ledger = Checkpoint(None, 0).to_json()
+    race = {
+        "id": "cause:c0123456789ab",
+        "cause": "RuntimeError: pool exhausted @ tests/conftest.py::pool",
+        "environment": False,
+        "hits": 3,
+        "first": "2024-05-01T00:00:00Z",
+        "last": "2024-05-02T00:00:00Z",  # long ago: it stopped
+        "tests": [
+            "tests/a.py::t1",
+            "tests/a.py::t2",
+            "tests/a.py::t3",
+            "tests/a.py::t4",
+            "tests/a.py::t5",
+        ],
+        "ledger": ledger,
+    }
+    old = seed_issue(emulator, race, labels=(LABEL, "flake-cause"))
+    now = dt.datetime.now(dt.timezone.utc)
+    digest.build_digest(make_client(emulator, write_interval=0), "octo-org/octo-repo", now)
+    [body] = [
+        str(i["body"])
+        for i in emulator.issues.values()
+        if any(lb["name"] == "flake-digest" for lb in i["labels"])
+    ]
+    causes_at, environment_at = body.index("### Causes"), body.index("### The environment")
+    own = body[causes_at:environment_at]
+    # "@" is kept from mentioning anyone (a zero-width space), a date's "-" escaped.
+    assert "`RuntimeError: pool exhausted @\u200b tests/conftest.py::pool` | 5 | 3 |" in own
+    assert f"| stopped: not seen since 2024\\-05\\-02 | #{old} |" in own
+    outside = body[environment_at:]
+    assert (
+        "Causes of the environment's, not of the tests: 1 of the 5 hits recorded (20%;" in outside
+    )
+    assert "| 4 | 1 | active: last seen " in outside and "ConnectionRefusedError" in outside
+    table = body[body.index("| # | Test |") :]
+    assert f"`{LONER}`" in table and "cause:" not in table

@@ -194,3 +194,23 @@ def test_the_digest_ranks_causes_apart_and_says_which_stopped(
     assert "| 4 | 1 | active: last seen " in outside and "ConnectionRefusedError" in outside
     table = body[body.index("| # | Test |") :]
     assert f"`{LONER}`" in table and "cause:" not in table
+
+
+def test_an_outage_of_two_tests_is_filed_under_its_cause_not_on_their_own_issues(
+    emulator: GitHubEmulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    emulator_env(monkeypatch, emulator)
+    project = storm_project(tmp_path / "p", storm=2, modules=1)
+    _issues(_green_storm_of(project, 3), capsys)
+    [cause] = emulator.open_issues("flake-cause")
+    assert issue_marker(emulator, cause["number"])["tests"] == [
+        "tests/test_db_0.py::test_query_0",
+        "tests/test_db_0.py::test_query_1",
+    ]
+    assert sorted(i["title"] for i in emulator.open_issues(LABEL)) == [
+        CAUSE_TITLE,
+        f"flake: {LONER}",
+    ]

@@ -57,9 +57,11 @@ class Storm(NamedTuple):
 def storms(report: RunReport, flaky: Sequence[TestResult], threshold: int) -> list[Storm]:
     """The run's storms; a flaky test belongs to one when every failure it had was a storm's.
 
-    A test that also failed with a cause of its own is left to its own issue.
+    A cause of the environment's is filed as one whatever the number of tests it hit: no
+    test's own issue counts a hit toward its quarantine for its database's outage. A test
+    that also failed with a cause of its own is left to its own issue.
     """
-    wide = {c.id: c for c in report.causes if len(c.tests) >= threshold}
+    wide = {c.id: c for c in report.causes if len(c.tests) >= threshold or c.environment}
     if not wide:
         return []
     members: dict[str, list[TestResult]] = {}

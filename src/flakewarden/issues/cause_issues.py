@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from flakewarden.errors import GitHubError
 from flakewarden.github.api import GitHubClient
 from flakewarden.issues.hit_ledger import Checkpoint, Evidence, Tally, record
+from flakewarden.issues.marker import format_marker
 from flakewarden.issues.merge import dedup, forward
 from flakewarden.issues.records import (
     Filed,
@@ -101,8 +102,6 @@ def _said(storm: Storm) -> str:
 
 
 def _body(storm: Storm, ctx: RunContext, marker: dict[str, Any], linked: Mapping[str, int]) -> str:
-    from flakewarden.issues.marker import format_marker
-
     environment = (
         [
             f"This is the environment's (it matches {md.code(storm.cause.environment)}): the "

@@ -127,3 +127,9 @@ def test_plugin_knobs_benchmark_runs_at_a_tiny_size() -> None:
     )
     assert "per test: trivial repeated 20 times in one process" in done.stdout, done.stdout
     assert "set-up: plugin imported to configured" in done.stdout, done.stdout
+
+
+def test_causes_benchmark_runs_at_a_tiny_size() -> None:
+    done = _bench("bench_causes.py", *("--tests", "50", "--failing", "20", "--repeat", "1"))
+    assert "run: 50 tests, 20 failed once; 3 causes" in done.stdout, done.stdout
+    assert "signature computed: median" in done.stdout, done.stdout

@@ -10,6 +10,7 @@ from helpers.project import PYTEST, PYTHON, Project, flaky_module
 
 from flakewarden.config import Config, QuarantinePolicy, find_default, load
 from flakewarden.errors import ConfigError
+from flakewarden.model.environment import DEFAULT_PATTERNS
 
 FULL = """
 reruns: 3
@@ -130,6 +131,9 @@ def test_default_found_from_a_subdirectory_but_not_past_the_repo(tmp_path: Path)
         ("triage_label: 'a,b'\n", "triage_label: a label name of at most 50 characters"),
         ("notify:\n  webhook_url: ftp://x\n", "notify.webhook_url: expected an http(s) URL"),
         ("notify:\n  webhook: https://x\n", "notify.webhook: unknown key; did you mean"),
+        ("causes:\n  environment: ['message:(']\n", "causes.environment: 'message:(' is not"),
+        ("causes:\n  environmnet: [x]\n", "causes.environmnet: unknown key; did you mean"),
+        ("causes:\n  builtin_environment: 1\n", "causes.builtin_environment: expected true"),
     ],
 )
 def test_errors_name_the_key(tmp_path: Path, text: str, message: str) -> None:
@@ -140,6 +144,14 @@ def test_errors_name_the_key(tmp_path: Path, text: str, message: str) -> None:
     assert str(path) in str(info.value)
     assert "\n" not in str(info.value)
     assert info.value.exit_code == 4
+
+
+def test_environment_patterns_add_to_the_built_in_list_or_replace_it(tmp_path: Path) -> None:
+    write(tmp_path, "causes:\n  environment: ['message:flaky mirror', 'type:DbDown']\n")
+    added = load(None, tmp_path).causes.environment
+    assert added == (*DEFAULT_PATTERNS, "message:flaky mirror", "type:DbDown")
+    write(tmp_path, "causes:\n  builtin_environment: false\n  environment: 'type:DbDown'\n")
+    assert load(None, tmp_path).causes.environment == ("type:DbDown",)
 
 
 def test_explicit_missing_file(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from flakewarden.config_yaml import SHOWN, load_yaml
 from flakewarden.errors import ConfigError
+from flakewarden.model.environment import DEFAULT_PATTERNS
 from flakewarden.model.verdicts import (
     FLAKY,
     INCONCLUSIVE,
@@ -76,6 +77,15 @@ class BlameSettings(NamedTuple):
     base_timeout: float = 600.0  # seconds the base check may take
 
 
+class CauseSettings(NamedTuple):
+    """How failures are grouped into causes (``causes:`` in the file)."""
+
+    environment: tuple[str, ...] = DEFAULT_PATTERNS  # what tells the environment's causes
+    # Most tests rerun, past --max-failures, for causes of the environment's.
+    environment_rerun_limit: int = 200
+    storm_tests: int = 3  # a cause that hits this many tests in a run files one cause issue
+
+
 class Config(NamedTuple):
     reruns: int = 2
     max_failures: int = 10
@@ -102,6 +112,7 @@ class Config(NamedTuple):
     rerun_except: tuple[str, ...] = ()
     # retry.count_as_flaky: a test that passed only after in-test retries files like a flake.
     retry_count_as_flaky: bool = False
+    causes: CauseSettings = CauseSettings()
     source: Optional[Path] = None  # the file read, if any
 
 
@@ -286,6 +297,12 @@ def _patterns(path: str, value: Any) -> tuple[str, ...]:
 NOTIFY_KEYS: dict[str, Check] = {"webhook_url": _webhook}
 RERUN_KEYS: dict[str, Check] = {"only": _patterns, "except": _patterns}
 RETRY_KEYS: dict[str, Check] = {"count_as_flaky": _bool}
+CAUSE_KEYS: dict[str, Check] = {
+    "environment": _patterns,
+    "builtin_environment": _bool,
+    "environment_rerun_limit": _int(0),
+    "storm_tests": _int(2),
+}
 
 HISTORY_KEYS: dict[str, Check] = {
     "default_branch": _text,
@@ -354,8 +371,19 @@ def parse(data: Any, where: str) -> Config:
         "",
         data,
         TOP_KEYS,
-        nested=("quarantine_policy", "history", "burn_in", "blame", "notify", "rerun", "retry"),
+        nested=(
+            "quarantine_policy",
+            "history",
+            "burn_in",
+            "blame",
+            "notify",
+            "rerun",
+            "retry",
+            "causes",
+        ),
     )
+    causes = _check_mapping(where, "causes.", data.get("causes") or {}, CAUSE_KEYS)
+    builtin = DEFAULT_PATTERNS if causes.get("builtin_environment", True) else ()
     burn_in = _check_mapping(where, "burn_in.", data.get("burn_in") or {}, BURN_IN_KEYS)
     blame = _check_mapping(where, "blame.", data.get("blame") or {}, BLAME_KEYS)
     notify = _check_mapping(where, "notify.", data.get("notify") or {}, NOTIFY_KEYS)
@@ -384,6 +412,11 @@ def parse(data: Any, where: str) -> Config:
         rerun_only=rerun.get("only", ()),
         rerun_except=rerun.get("except", ()),
         retry_count_as_flaky=retry.get("count_as_flaky", False),
+        causes=CauseSettings(
+            environment=(*builtin, *causes.get("environment", ())),
+            environment_rerun_limit=causes.get("environment_rerun_limit", 200),
+            storm_tests=causes.get("storm_tests", 3),
+        ),
         **top,
     )
 

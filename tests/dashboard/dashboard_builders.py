@@ -1,7 +1,8 @@
 """A history for the dashboard tests, written through the real report writer and ingest.
 
 Runs of a small suite on main, twelve hours apart: a flaky test and two more that fail
-with the same cause (a refused connection on a port that changes every run), a test
+with the same cause (a shared connection pool's race, on a port that changes every run;
+not the environment's, which the scores would count apart), a test
 that broke in the last runs, a quarantined one, and a test whose id and failure message
 are hostile markup.
 """
@@ -37,14 +38,14 @@ STEADY = [f"tests/test_ok.py::test_ok_{n}" for n in range(8)]
 RUNS = 40
 
 
-def _refused(port: int) -> AttemptResult:
+def _pool_race(port: int) -> AttemptResult:
     text = (
         "    def connect(port):\n"
-        f">       raise ConnectionRefusedError(111, 'Connection refused to 127.0.0.1:{port}')\n"
-        f"E       ConnectionRefusedError: [Errno 111] Connection refused to 127.0.0.1:{port}\n\n"
-        "tests/conftest.py:12: ConnectionRefusedError"
+        f">       raise PoolExhausted(f'no free connection to 127.0.0.1:{port}')\n"
+        f"E       conftest.PoolExhausted: no free connection to 127.0.0.1:{port}\n\n"
+        "tests/conftest.py:12: PoolExhausted"
     )
-    message = f"ConnectionRefusedError: [Errno 111] Connection refused to 127.0.0.1:{port}"
+    message = f"conftest.PoolExhausted: no free connection to 127.0.0.1:{port}"
     return AttemptResult(1, AttemptOutcome.FAILED, 0.2, "call", message, text)
 
 
@@ -66,7 +67,9 @@ def run_report(n: int, rng: random.Random) -> RunReport:
         file = test_id.split("::")[0]
         if test_id in SHARED and rng.random() < (0.35 if test_id == FLAKY else 0.12):
             second = _passed(2)
-            tests.append(TestResult(test_id, file, 5, Outcome.FLAKY, [_refused(5000 + n), second]))
+            tests.append(
+                TestResult(test_id, file, 5, Outcome.FLAKY, [_pool_race(5000 + n), second])
+            )
         elif test_id == BROKEN and n >= RUNS - 4:
             attempts = [_failed(k, f"assert {n} == 4", "tests/test_math.py:9") for k in (1, 2, 3)]
             tests.append(TestResult(test_id, file, 8, Outcome.FAILED, attempts))

@@ -78,7 +78,7 @@ def test_a_tests_panel(page: Opened, tmp_path: Path) -> None:
     assert panel.locator(".strip.big > *").count() == RUNS
     links = panel.locator(".strip.big a")
     assert links.first.get_attribute("href").startswith("https://github.com/octo-org/octo-repo/")
-    assert "ConnectionRefusedError" in panel.locator("ul.notes a").first.text_content()
+    assert "PoolExhausted" in panel.locator("ul.notes a").first.text_content()
     assert "shared with 2 other tests" in panel.text_content()
     page.screenshot(shots(tmp_path) / "dashboard-panel.png")
 

@@ -62,6 +62,15 @@ def make_client(
     return GitHubClient(emu.token, api_url=emu.url, sleep=sleep or FakeSleep(), **kwargs)
 
 
+def _own_failure(test_id: str, message: str) -> str:
+    """pytest's traceback of a failure in the test's own body: each test its own cause."""
+    name = test_id.rpartition("::")[2] or "test"
+    return (
+        f"    def {name}():\n>       assert 1 == 2\nE       {message}\n\n"
+        "tests/test_x.py:3: AssertionError"
+    )
+
+
 def flaky(
     test_id: str,
     failures: int = 1,
@@ -76,9 +85,7 @@ def flaky(
             duration=0.25,
             phase="call",
             message=message,
-            longrepr=longrepr
-            if longrepr is not None
-            else f"def test():\n>   assert 1 == 2\nE   {message}",
+            longrepr=longrepr if longrepr is not None else _own_failure(test_id, message),
         )
         for n in range(failures)
     ]

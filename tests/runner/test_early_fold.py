@@ -74,7 +74,7 @@ for attempt in report.attempts:
     if results.collected_files is not None:
         files[attempt.number] = results.collected_files
 refolded = fold(report.order, records, frozenset())
-mark_collection_hints(refolded, files)
+mark_collection_hints(refolded, files, records)
 print(json.dumps({
     "rendered": [t.id for t in report.tests if rendered is not None and rendered.holds(t)],
     "outcomes": {t.id: t.outcome.value for t in report.tests},

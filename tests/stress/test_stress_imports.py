@@ -94,8 +94,12 @@ EXECUTED_FILES = {
 }
 
 
-def record(project: Path, *pytest_args: str) -> Path:
-    """``flakewarden run`` with ``pytest_args`` (one rerun); its ``report.json``."""
+def record(project: Path, *pytest_args: str, collection: bool = True) -> Path:
+    """``flakewarden run`` with ``pytest_args`` (one rerun); its ``report.json``.
+
+    ``collection``: whether the run holds evidence that the victim depends on collection
+    (it failed before any test of the polluter's module ran), so its summary says so.
+    """
     report_dir = project / "recorded"
     done = subprocess.run(
         [
@@ -118,9 +122,17 @@ def record(project: Path, *pytest_args: str) -> Path:
     assert victim["outcome"] == "flaky"
     # It failed where tests/test_b.py was collected and passed in a rerun of its own file:
     # the run's summary points at collection before anyone stresses it.
-    assert victim["collection_hint"] is True
     summary = (report_dir / "summary.md").read_text(encoding="utf-8")
-    assert "may depend on what collecting other modules does" in summary
+    if collection:
+        assert victim["collection_hint"] is True
+        assert (
+            "before any test of tests/test\\_b.py, tests/test\\_c.py, tests/test\\_d.py ran in "
+            "its process (only their import had)"
+        ) in summary
+        assert "may depend on what collecting other modules does" in summary
+    else:  # the polluter's test ran first: its running, not its import, is as likely
+        assert "collection_hint" not in victim
+        assert "collecting other modules" not in summary
     return report_dir / "report.json"
 
 
@@ -181,7 +193,8 @@ def test_a_run_under_k_names_the_module_whose_import_pollutes(tmp_path: Path) ->
 
 def test_a_polluter_that_pollutes_when_it_runs_is_named_as_the_test(tmp_path: Path) -> None:
     project = make_project(tmp_path / "executed", EXECUTED_FILES)
-    report = record(project, "tests/test_b.py", "tests/test_a.py")  # the polluter runs first
+    # The polluter runs first: nothing in the run points at collection.
+    report = record(project, "tests/test_b.py", "tests/test_a.py", collection=False)
     result, data = stress(project, VICTIM, "--order-from", str(report), *OPTIONS)
     assert result.returncode == 0, result.stderr
     assert data["verdict"] == "order-dependent", data["reason"]

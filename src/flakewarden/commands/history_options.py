@@ -97,6 +97,7 @@ def load_scores(
             source,
             config.quarantine_policy.min_runs,
             with_previous=with_previous,
+            environment=config.causes.environment,
         )
     finally:
         store.close()

@@ -27,6 +27,7 @@ from flakewarden.config import load as load_config
 from flakewarden.console import one_line, plural
 from flakewarden.github.api import GitHubClient
 from flakewarden.issues import notify, owners
+from flakewarden.issues.cause_issues import file_storms, storms
 from flakewarden.issues.filing import file_flakes
 from flakewarden.issues.hit_ledger import Evidence
 from flakewarden.issues.marker import parse_time
@@ -149,6 +150,7 @@ def ownership_of(config: Config, report: RunReport, cwd: Path) -> Ownership:
 def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     report = load_report(args.report_dir)
     config = load_config(getattr(args, "config", None), Path.cwd())
+    report.environment_patterns = config.causes.environment
     deadline = getattr(args, "deadline", None) or config.issues_deadline
     flaky = flakes_of(report, config.retry_count_as_flaky)
     if flaky and written_in_this_job(Path(args.report_dir)) and not config.retry_count_as_flaky:
@@ -182,6 +184,9 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         seen = evidence_of(report, config.retry_count_as_flaky)
         counting = count_quarantined(client, repository, report.tests, evidence=seen)
         rest = [t for t in flaky if t.id not in counting.counted | counting.skipped]
+        found = [] if counting.stopped else storms(report, rest, config.causes.storm_tests)
+        in_storms = {t.id for storm in found for t in storm.tests}
+        rest = [t for t in rest if t.id not in in_storms]
         if counting.stopped:
             result = FilingResult(errors=counting.errors, not_filed=[t.id for t in rest])
         elif rest:
@@ -192,6 +197,12 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         else:
             result = FilingResult()
             result.errors[:0] = counting.errors
+        if found:
+            now = dt.datetime.now(dt.timezone.utc)
+            caused = file_storms(client, repository, found, ctx, seen, now)
+            result.filed += caused.filed
+            result.errors += caused.errors
+            result.not_filed += caused.not_filed
     except Exception as exc:  # fail-open: bookkeeping never turns a build red
         warn(
             f"flake issues not filed: unexpected {type(exc).__name__}: {exc}; "

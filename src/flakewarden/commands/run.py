@@ -184,6 +184,8 @@ def run(args: argparse.Namespace) -> int:
         rerun_policy=_rerun_policy(args, config),
         part_env=None if blame is None else blame.part_env,
         judge=None if blame is None else blame.judge,
+        environment=config.causes.environment,
+        environment_rerun_limit=config.causes.environment_rerun_limit,
     )
     sys.stdout.flush()
     # The tests' output is data: nothing it prints may act as a workflow command.
@@ -192,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
     from flakewarden.history.context import collect_context
     from flakewarden.reports.report_json import write_reports
 
+    report.environment_patterns = config.causes.environment
     with timings.phase("run context"):
         report.context = collect_context(
             os.environ,

@@ -232,7 +232,7 @@ def _groups(store: HistoryStore, names: dict[str, int]) -> tuple[list[dict[str, 
         {number: name for name, number in names.items()},
         run_info,
     )
-    return groups, len(found)
+    return [group.to_json() for group in groups], len(found)
 
 
 def collect(store: HistoryStore, options: DashboardOptions) -> dict[str, Any]:

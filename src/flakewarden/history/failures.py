@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Optional, Protocol
 
 from flakewarden.model import RunReport
+from flakewarden.model.environment import environment_pattern
 from flakewarden.model.signatures import Signature, signature
 
 MAX_PER_RUN = 1_000
@@ -66,7 +67,7 @@ def write_failures(
     rows = []
     examples: dict[str, tuple[Signature, str]] = {}
     for _, test, attempt in found[:MAX_PER_RUN]:
-        sig = signature(attempt.longrepr, attempt.message, attempt.raised)
+        sig = attempt.signature or signature(attempt.longrepr, attempt.message, attempt.raised)
         examples.setdefault(sig.key, (sig, attempt.longrepr or attempt.message))
         rows.append((ids[test.id], attempt.attempt, sig.key, attempt.message[:MESSAGE_LIMIT]))
     if examples:
@@ -124,6 +125,40 @@ def signatures(store: Reader, numbers: Iterable[int]) -> dict[int, SignatureRow]
         for number, exception, message, frame, example in rows:
             found[number] = SignatureRow(number, Signature(exception, message, frame), example)
     return found
+
+
+def environment_failures(
+    store: Reader, runs: Sequence[int], patterns: Sequence[str]
+) -> dict[tuple[int, int], int]:
+    """``(run, test)`` -> failures kept, for the entries every kept failure of which was a
+    cause of the environment's (``model/environment.py``).
+
+    The scores count such an entry apart when it kept every failure its attempts show: a
+    test is not made flaky, nor quarantined, by its database's outage.
+    """
+    if not patterns:
+        return {}
+    kept: dict[tuple[int, int], int] = {}
+    other: set[tuple[int, int]] = set()
+    verdicts: dict[int, bool] = {}
+    for start in range(0, len(runs), 400):
+        chunk = list(runs[start : start + 400])
+        rows = store.read(
+            "SELECT f.run, f.test, s.id, s.exception, s.message, s.frame FROM failures f"
+            " JOIN signatures s ON s.id = f.signature"
+            f" WHERE f.run IN ({', '.join('?' * len(chunk))})",
+            chunk,
+        )
+        for run, test, number, exception, message, frame in rows:
+            environment = verdicts.get(number)
+            if environment is None:
+                sig = Signature(exception, message, frame)
+                environment = verdicts[number] = bool(environment_pattern(sig, patterns))
+            if environment:
+                kept[(run, test)] = kept.get((run, test), 0) + 1
+            else:
+                other.add((run, test))
+    return {key: count for key, count in kept.items() if key not in other}
 
 
 def quarantined(store: Reader, run: int) -> set[str]:

@@ -6,7 +6,7 @@ store, so the same functions score a window read from SQLite or built in a test.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Optional
 
 from flakewarden.model.history import HistoryEntry, HistoryRun
@@ -22,6 +22,7 @@ class Tally:
 
     __slots__ = (
         "clean",
+        "environment",
         "fa",
         "first_failure",
         "flaky",
@@ -34,6 +35,7 @@ class Tally:
 
     def __init__(self, at: int) -> None:
         self.runs = self.fa = self.flaky = self.hard = 0
+        self.environment = 0  # runs whose every failure was the environment's, counted apart
         self.newest = self.oldest = at
         self.first_failure = -1  # index of the oldest first-attempt failure
         self.clean = _NEVER  # index of the newest run it did not fail every attempt of
@@ -47,8 +49,16 @@ class Tally:
         return sum(1 for at in self.hard_at if at < self.clean)
 
 
-def tally(runs: Sequence[HistoryRun], entries: Iterable[HistoryEntry]) -> dict[str, Tally]:
+def tally(
+    runs: Sequence[HistoryRun],
+    entries: Iterable[HistoryEntry],
+    environment: Mapping[tuple[str, str], int] = {},
+) -> dict[str, Tally]:
     """Counts per test over ``runs`` (newest first); entries of other runs and skips are ignored.
+
+    ``environment``: ``(run key, test id)`` -> failures that were the environment's
+    (``failures.environment_failures``); an entry all of whose failures were is counted
+    apart, in ``environment``, not as a run of the test.
 
     The definition of the counts: ``tally_query.tally_store`` reads the same figures
     lean from SQLite, and a test checks the two agree on a real database.
@@ -62,6 +72,13 @@ def tally(runs: Sequence[HistoryRun], entries: Iterable[HistoryEntry]) -> dict[s
         t = found.get(entry.test_id)
         if t is None:
             t = found[entry.test_id] = Tally(at)
+        if at < t.newest:
+            t.newest = at
+        elif at > t.oldest:
+            t.oldest = at
+        if entry.failures and environment.get((entry.run_key, entry.test_id)) == entry.failures:
+            t.environment += 1
+            continue
         t.runs += 1
         hard = entry.failures >= entry.attempts
         if entry.first_attempt_failed:
@@ -75,10 +92,6 @@ def tally(runs: Sequence[HistoryRun], entries: Iterable[HistoryEntry]) -> dict[s
                 t.first_failure = at
         if not (hard and entry.first_attempt_failed) and at < t.clean:
             t.clean = at
-        if at < t.newest:
-            t.newest = at
-        elif at > t.oldest:
-            t.oldest = at
     return found
 
 
@@ -129,6 +142,7 @@ def score_tallies(
             state=state_of(t, min_runs),
             pull_requests=p.figures() if p is not None else empty,
             previous=before(test_id),
+            environment_runs=t.environment,
         )
     for test_id, p in pulls.items():
         if test_id not in scores:

@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
 from flakewarden.history import schema
+from flakewarden.history.failures import environment_failures
 from flakewarden.history.tallies import Tally
 from flakewarden.model import Outcome
+from flakewarden.model.environment import DEFAULT_PATTERNS
 from flakewarden.model.history import HistoryRun
 
 if TYPE_CHECKING:
@@ -45,12 +47,19 @@ def test_names(store: HistoryStore) -> dict[str, str]:
 
 
 def tally_store(
-    store: HistoryStore, runs: Sequence[HistoryRun], names: Optional[dict[str, str]] = None
+    store: HistoryStore,
+    runs: Sequence[HistoryRun],
+    names: Optional[dict[str, str]] = None,
+    environment: Sequence[str] = DEFAULT_PATTERNS,
 ) -> dict[str, Tally]:
-    """What ``scores.tally(runs, store.entries(...))`` returns, read lean."""
+    """What ``scores.tally(runs, store.entries(...), environment)`` returns, read lean.
+
+    ``environment``: the patterns of the environment's causes, whose runs are counted apart.
+    """
     if not runs:
         return {}
     ids = _run_ids(store, runs)
+    outages = environment_failures(store, [run for run in ids if run >= 0], environment)
     passed: list[list[str]] = []
     for run in ids:
         [(joined,)] = store.read(
@@ -86,6 +95,12 @@ def tally_store(
             at = position[run]
             test_id = names[str(number)]
             t = found.get(test_id) or found.setdefault(test_id, Tally(at))
+            t.newest = min(t.newest, at)
+            t.oldest = max(t.oldest, at)
+            failures = sum(letter in _FAILING for letter in word)
+            if failures and outages.get((run, number)) == failures:
+                t.environment += 1
+                continue
             t.runs += 1
             first_failed = word[0] in _FAILING
             every = all(letter in _FAILING for letter in word)
@@ -99,6 +114,4 @@ def tally_store(
                 t.first_failure = max(t.first_failure, at)
             if not (first_failed and every):
                 t.clean = min(t.clean, at)
-            t.newest = min(t.newest, at)
-            t.oldest = max(t.oldest, at)
     return found

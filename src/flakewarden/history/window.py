@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
+from flakewarden.model.environment import DEFAULT_PATTERNS
 from flakewarden.model.history import HistoryRun
 from flakewarden.model.scores import TestScore, WindowInfo
 
@@ -144,20 +146,26 @@ def score_window(
     *,
     with_previous: bool = False,
     now: Optional[dt.datetime] = None,
+    environment: Optional[Sequence[str]] = None,
 ) -> tuple[Selection, dict[str, TestScore]]:
-    """Select the window's runs from ``store`` and score every test seen in them."""
+    """Select the window's runs from ``store`` and score every test seen in them.
+
+    ``environment``: the patterns of the environment's causes (the built-in list when None);
+    a run every failure of which was one of those is not counted toward a test's score.
+    """
     from flakewarden.history.tallies import score_tallies
     from flakewarden.history.tally_query import tally_store, test_names
 
     chosen = select(store, options, branch, branch_source, now, with_previous)
     names = test_names(store)
+    apart = DEFAULT_PATTERNS if environment is None else tuple(environment)
     scores = score_tallies(
         chosen.runs,
-        tally_store(store, chosen.runs, names),
+        tally_store(store, chosen.runs, names, apart),
         min_runs=min_runs,
         window=chosen.info.describe(),
         pull_runs=chosen.pull_requests,
-        pulls=tally_store(store, chosen.pull_requests, names),
-        previous=tally_store(store, chosen.previous, names) if with_previous else None,
+        pulls=tally_store(store, chosen.pull_requests, names, apart),
+        previous=tally_store(store, chosen.previous, names, apart) if with_previous else None,
     )
     return chosen, scores

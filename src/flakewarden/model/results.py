@@ -6,10 +6,12 @@ import dataclasses
 from typing import Any, Optional
 
 from flakewarden.model.blame import BaseCheck, TestChange
+from flakewarden.model.causes import cause_id
 from flakewarden.model.failure_lines import first_line
 from flakewarden.model.outcomes import AttemptOutcome, Outcome
 from flakewarden.model.raised import InTestRetry, Raised, retries_text
 from flakewarden.model.records import FAILED_PHASE_OUTCOMES, TestRecord
+from flakewarden.model.signatures import Signature, signature
 from flakewarden.model.subtests import Subtest, failure_message
 
 
@@ -33,6 +35,13 @@ class AttemptResult:
     raised: list[Raised] = dataclasses.field(default_factory=list)
     # ``flakewarden.retry``'s retries inside the test in this attempt.
     retries: list[InTestRetry] = dataclasses.field(default_factory=list)
+    # A failed attempt's signature, computed once as the attempt is recorded (or read back):
+    # the run's causes, the history and the dashboard all group by it.
+    signature: Optional[Signature] = dataclasses.field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.signature is None and self.outcome.is_failure:
+            self.signature = signature(self.longrepr, self.message, self.raised)
 
     @property
     def failed_subtests(self) -> list[Subtest]:
@@ -99,6 +108,8 @@ class AttemptResult:
             data["raised"] = [r.to_json() for r in self.raised]
         if self.retries:
             data["retries"] = [r.to_json() for r in self.retries]
+        if self.signature is not None:
+            data["cause"] = cause_id(self.signature)
         return data
 
     @classmethod
@@ -141,6 +152,7 @@ class TestResult:
     # Flaky, failing where other test modules were collected and passing in a rerun that
     # collected fewer: it may depend on what importing those modules does.
     collection_hint: bool = False
+    collection_evidence: str = ""  # what in the run points at collection, when it is marked
 
     @property
     def retries(self) -> list[InTestRetry]:
@@ -185,6 +197,7 @@ class TestResult:
             **({"change": self.change.to_json()} if self.change is not None else {}),
             **({"base": self.base.to_json()} if self.base is not None else {}),
             **({"collection_hint": True} if self.collection_hint else {}),
+            **({"collection_evidence": self.collection_evidence} if self.collection_hint else {}),
         }
 
     @classmethod
@@ -200,4 +213,5 @@ class TestResult:
             change=TestChange.from_json(data.get("change")),
             base=BaseCheck.from_json(data.get("base")),
             collection_hint=data.get("collection_hint") is True,
+            collection_evidence=str(data.get("collection_evidence") or ""),
         )

@@ -9,7 +9,9 @@ from typing import Any, Optional
 
 from flakewarden.model.attempts import Attempt
 from flakewarden.model.blame import BlameRun
+from flakewarden.model.causes import Cause, run_causes
 from flakewarden.model.coverage import CoverageSummary
+from flakewarden.model.environment import DEFAULT_PATTERNS
 from flakewarden.model.history import RunContext
 from flakewarden.model.outcomes import SCHEMA_VERSION, Outcome
 from flakewarden.model.results import TestResult
@@ -61,6 +63,9 @@ class RunReport:
     junit_from: list[str] = dataclasses.field(default_factory=list)
     # ``flakewarden run --base``: the change each failed test was judged against.
     blame: Optional[BlameRun] = None
+    # What tells a cause of the environment's (``causes.environment`` in the configuration);
+    # not kept in report.json: a command that reads the report sets its own configuration's.
+    environment_patterns: tuple[str, ...] = DEFAULT_PATTERNS
 
     @property
     def totals(self) -> Totals:
@@ -93,6 +98,11 @@ class RunReport:
         return [t for t in self.tests if t.outcome in outcomes]
 
     @property
+    def causes(self) -> list[Cause]:
+        """The run's failed attempts grouped by signature, widest first."""
+        return run_causes(self.tests, self.environment_patterns)
+
+    @property
     def rerun_tests(self) -> list[TestResult]:
         return [t for t in self.tests if len(t.attempts) > 1]
 
@@ -123,6 +133,7 @@ class RunReport:
             **({"blame": self.blame.to_json()} if self.blame is not None else {}),
             "totals": self.totals.to_json(),
             "coverage": None if self.coverage is None else self.coverage.to_json(),
+            "causes": [c.to_json() for c in self.causes],
             "attempts": [a.to_json() for a in self.attempts],
             "tests": [t.to_json() for t in self.tests] if with_tests else [],
             "order": self.order,

@@ -118,6 +118,9 @@ class TestScore:
     state: str
     pull_requests: Figures = Figures()
     previous: Optional[Figures] = None  # the window of the same size before, when scored
+    # Runs of the window every failure of which was a cause of the environment's: counted
+    # apart, in none of ``figures``.
+    environment_runs: int = 0
 
     @property
     def rose(self) -> bool:
@@ -159,4 +162,5 @@ class TestScore:
             "first_failure": self.first_failure or None,
             "pull_requests": self.pull_requests.to_json(),
             "previous": self.previous.to_json() if self.previous is not None else None,
+            "environment_runs": self.environment_runs,
         }

@@ -68,9 +68,12 @@ def mask(message: str) -> str:
 
 
 def _project_path(path: str) -> bool:
-    """A path of the project's code: relative (pytest shows those inside its rootdir)."""
+    """A path of the project's code: relative (pytest shows those inside its rootdir).
+
+    pytest shows a file just outside its rootdir as ``../lib/x.py``: not the project's.
+    """
     lowered = path.replace("\\", "/")
-    if lowered.startswith(("/", "<")) or (len(path) > 1 and path[1] == ":"):
+    if lowered.startswith(("/", "<", "../")) or (len(path) > 1 and path[1] == ":"):
         return False
     return "site-packages/" not in lowered and "dist-packages/" not in lowered
 

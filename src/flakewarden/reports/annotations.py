@@ -12,6 +12,7 @@ from typing import NamedTuple, Optional
 
 from flakewarden.model import Outcome, RunReport, TestResult
 from flakewarden.model.blame import BlameRun
+from flakewarden.model.causes import environment_only
 from flakewarden.model.subtests import failed_histories
 from flakewarden.reports import blame_text
 
@@ -129,16 +130,21 @@ def annotation_for(
     rootdir: str,
     workspace: Optional[str],
     blame: Optional[BlameRun] = None,
+    environment: str = "",
 ) -> Annotation:
     """The annotation a test with a failing attempt gets.
 
     With ``blame`` (the run's ``BlameRun``), a hard failure that ran none of the change
     and fails on the base too is a warning under ``blame.untouched_failures`` ``warn``
     and ``ignore-in-gate`` (the latter only for the tests that policy kept out of the gate).
+    ``environment``: the pattern that marked every failure of the test as the environment's.
     """
     file = workspace_path(rootdir, test.file, workspace)
     line = test.line if file is not None else None
-    if test.outcome == Outcome.FLAKY:
+    if test.outcome == Outcome.FLAKY and environment:
+        kind, name = NOTICE, "Failed because of the environment"
+        lead = f"The environment failed it ({environment}), then it passed on a rerun"
+    elif test.outcome == Outcome.FLAKY:
         kind, name, lead = WARNING, "Flaky test", "Failed, then passed on a rerun"
     elif test.outcome == Outcome.QUARANTINED:
         kind, name, lead = NOTICE, "Quarantined test", "Quarantined, not blocking"
@@ -191,12 +197,17 @@ def rank_annotations(report: RunReport, workspace: Optional[str]) -> list[Annota
         if attempt.disagreements:
             text = headline(attempt.number, attempt.disagreements)
             ranked.append(Annotation(WARNING, DISAGREEMENT_TITLE, text[:MESSAGE_LIMIT]))
-    for outcome in (Outcome.FLAKY, Outcome.QUARANTINED):
-        ranked.extend(
-            annotation_for(test, report.rootdir, workspace, report.blame)
-            for test in report.with_outcome(outcome)
-            if test.failures
-        )
+    flaky = [test for test in report.with_outcome(Outcome.FLAKY) if test.failures]
+    by_environment = environment_only(report.causes) if flaky else {}
+    for test in flaky:
+        cause = by_environment.get(test.id)
+        pattern = cause.environment if cause is not None else ""
+        ranked.append(annotation_for(test, report.rootdir, workspace, report.blame, pattern))
+    ranked.extend(
+        annotation_for(test, report.rootdir, workspace, report.blame)
+        for test in report.with_outcome(Outcome.QUARANTINED)
+        if test.failures
+    )
     ranked.extend(
         retried_annotation(test, report.rootdir, workspace)
         for test in report.with_outcome(Outcome.PASSED)

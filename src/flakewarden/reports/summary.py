@@ -14,6 +14,7 @@ from flakewarden.model import Outcome, RunReport, TestResult
 from flakewarden.model.raised import short_name
 from flakewarden.model.subtests import failed_histories
 from flakewarden.reports.annotations import ANNOTATION_LIMIT, KINDS, plan_annotations
+from flakewarden.reports.cause_text import shared_causes
 from flakewarden.reports.summary_blame import blame_notes, blame_phrase, judged
 from flakewarden.reports.summary_text import CELL_LIMIT, escape_markdown
 
@@ -83,6 +84,8 @@ def _row(test: TestResult, blame_column: bool = False) -> str:
         attempts += f"; {test.not_rerun}"
     if test.collection_hint:
         attempts += f"; {COLLECTION_HINT}"
+        if test.collection_evidence:
+            attempts += f" ({test.collection_evidence})"
     return (
         f"| {escape_markdown(test.outcome_text)} | {escape_markdown(test.id)} "
         f"| {escape_markdown(attempts)} "
@@ -155,6 +158,22 @@ def _notes(report: RunReport) -> list[str]:
         for error in attempt.collection_errors[:20]:
             lines.append(f"- Collection error: {escape_markdown(error)}")
     return lines
+
+
+def _causes(report: RunReport) -> list[str]:
+    """The causes that failed several tests, first: one thing that went wrong, said once."""
+    shared = shared_causes(report)
+    if not shared:
+        return []
+    lines = ["### Causes", ""]
+    for cause in shared:
+        named = ", ".join(escape_markdown(test) for test in cause.tests)
+        more = f" and {cause.more} more" if cause.more else ""
+        lines.append(
+            f"- {escape_markdown(cause.sentence, CELL_LIMIT * 2)} (cause `{cause.id}`): "
+            f"{named}{more}."
+        )
+    return [*lines, ""]
 
 
 def _disagreements(report: RunReport) -> list[str]:
@@ -295,6 +314,7 @@ def render_summary(
         *blame_notes(report),
         *_notes(report),
         "",
+        *_causes(report),
     ]
     hard = report.with_outcome(Outcome.FAILED, Outcome.ERROR)
     flaky = report.with_outcome(Outcome.FLAKY)

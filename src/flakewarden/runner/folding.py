@@ -6,6 +6,7 @@ decides nothing about which tests run again.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
@@ -79,24 +80,77 @@ def fold_test(
     )
 
 
-def mark_collection_hints(tests: Sequence[TestResult], files: Mapping[int, Sequence[str]]) -> None:
-    """Mark a flaky test that failed where other modules were collected and passed without them.
+def mark_collection_hints(
+    tests: Sequence[TestResult],
+    files: Mapping[int, Sequence[str]],
+    records: Mapping[str, Sequence[tuple[int, TestRecord]]] = {},
+) -> None:
+    """Mark a flaky test that failed where other modules were collected and passed without
+    them, when the run holds evidence that their collection mattered (``collection_evidence``).
 
     pytest imports every collected module before any test runs, so a module that changes
     shared state at import fails its victim only in an attempt that collected it; a rerun
-    collects only the failed tests' files. ``files``: each attempt's collected modules.
+    collects only the failed tests' files. But every flaky test of a suite of many modules
+    failed where more were collected than in its rerun: that alone is no evidence. It is
+    when the failure names such a module, or when it failed before any test of those
+    modules ran in its process (only their import can have touched it). ``files``: each
+    attempt's collected modules; ``records``: each test's records, by attempt.
     """
+    place: dict[str, tuple[str, int]] = {}  # attempt 1: the test's process and its position
+    first_ran: dict[tuple[str, str], int] = {}  # (process, module) -> its first test's position
+    for test_id, found in records.items():
+        for number, record in found:
+            if number == 1:
+                place.setdefault(test_id, (record.worker, record.index))
+                key = (record.worker, test_id.partition("::")[0])
+                first_ran[key] = min(first_ran.get(key, record.index), record.index)
     for test in tests:
+        test.collection_hint, test.collection_evidence = False, ""
         if test.outcome != Outcome.FLAKY:
             continue
-        failed = [a.attempt for a in test.attempts if a.outcome.is_failure]
         passed = [a.attempt for a in test.attempts if a.outcome == AttemptOutcome.PASSED]
-        test.collection_hint = any(
-            f in files and p in files and set(files[f]) - set(files[p])
-            for f in failed
-            for p in passed
-            if p > f
+        for attempt in test.attempts:
+            f = attempt.attempt
+            if not attempt.outcome.is_failure or f not in files:
+                continue
+            for p in passed:
+                if p <= f or p not in files:
+                    continue
+                extra = sorted(set(files[f]) - set(files[p]) - {test.file})
+                at = place.get(test.id) if f == 1 else None
+                evidence = collection_evidence(attempt.longrepr, f, extra, at, first_ran)
+                if evidence:
+                    test.collection_hint, test.collection_evidence = True, evidence
+                    break
+            if test.collection_hint:
+                break
+
+
+def collection_evidence(
+    longrepr: str,
+    attempt: int,
+    extra: Sequence[str],
+    at: Optional[tuple[str, int]],
+    first_ran: Mapping[tuple[str, str], int],
+) -> str:
+    """Why a failure may depend on collecting ``extra`` (modules its failing ``attempt``
+    collected and its passing rerun did not), or "" when the run shows nothing for it."""
+    if not extra:
+        return ""
+    for module in extra:
+        stem = module.replace("\\", "/").rpartition("/")[2].removesuffix(".py")
+        if module in longrepr or (stem and re.search(rf"\b{re.escape(stem)}\b", longrepr)):
+            return (
+                f"its failure in attempt {attempt} names {module}, a module that attempt "
+                "collected and the rerun it passed in did not"
+            )
+    if at is not None and all(first_ran.get((at[0], m), at[1] + 1) > at[1] for m in extra):
+        shown = ", ".join(extra[:3]) + (f" and {len(extra) - 3} more" if len(extra) > 3 else "")
+        return (
+            f"it failed in attempt 1 before any test of {shown} ran in its process (only "
+            "their import had), and passed in a rerun that did not collect them"
         )
+    return ""
 
 
 def exit_code(

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
 from flakewarden import __version__
-from flakewarden.console import plural
 from flakewarden.model import Attempt, ExitCode, timings
 from flakewarden.reports.report_dir import claim_directory
 from flakewarden.runner import pytest_args
@@ -74,6 +73,10 @@ class RunOptions(NamedTuple):
     # recorded it) before its exit code is set; answers the failed tests that do not fail
     # the run (blame's ``ignore-in-gate``).
     judge: Optional[Callable[[RunReport, Optional[dict[str, Any]]], frozenset[str]]] = None
+    # Causes of the environment's (``causes.environment``; none unless given): failures that
+    # are one of them are rerun past max_failures, up to a limit (``runner/cutoff.py``).
+    environment: tuple[str, ...] = ()
+    environment_rerun_limit: int = 200
 
 
 Say = Callable[[str], None]
@@ -153,7 +156,7 @@ def run_attempts(options: RunOptions, say: Say) -> Ran:
         tests = fold(
             state.order, state.records, options.quarantined, state.early.folded, state.not_rerun
         )
-        mark_collection_hints(tests, state.collected_files)
+        mark_collection_hints(tests, state.collected_files, state.records)
     report = RunReport(
         command=list(options.command),
         rootdir=state.rootdir or str(options.cwd),
@@ -216,12 +219,13 @@ def _loop(
     if not failing:
         return
     if len(failing) > options.max_failures:
-        state.cutoff = True
-        say(
-            f"{plural(len(failing), 'test')} failed, more than --max-failures "
-            f"{options.max_failures}: that is a real break, not flakiness; no reruns"
-        )
-        return
+        from flakewarden.runner.cutoff import over_max_failures
+
+        verdict = over_max_failures(failing, state.records, options)
+        say(verdict.said)
+        if verdict.cut:
+            state.cutoff = True
+            return
     failing = state.rerunnable(options.rerun_policy, failing, say)
     for number in range(2, options.reruns + 2):
         if not failing:

@@ -179,7 +179,8 @@
     d.groups.forEach((g, n) => {
       const details = el("details", {cls: "group", id: "group-" + n, open: n < 3 && g.tests_total > 1});
       details.appendChild(el("summary", {}, el("b", {text: plural(g.tests_total, "test")}), " · " +
-        plural(g.failures, "failure") + " in " + plural(g.runs, "run") + " · ", el("span", {cls: "sig", text: g.key})));
+        plural(g.failures, "failure") + " in " + plural(g.runs, "run") + " · " + (g.trend_text ? g.trend_text + " · " : "") +
+        (g.environment ? "the environment · " : ""), el("span", {cls: "sig", text: g.key})));
       const body = el("div");
       body.appendChild(el("div", {cls: "meta"}, el("span", {}, "first ", el("b", {text: g.first || "?"})),
         el("span", {}, "last ", el("b", {text: g.last || "?"})),

@@ -21,6 +21,7 @@ from typing import Any, Optional
 from flakewarden.console import plural
 from flakewarden.errors import GitHubError
 from flakewarden.github.api import BODY_LIMIT, GitHubClient
+from flakewarden.issues.digest import causes as digest_causes
 from flakewarden.issues.digest import closes as unverified_closes
 from flakewarden.issues.digest import owners as by_owner
 from flakewarden.issues.digest.history import HistoryDigest
@@ -189,6 +190,7 @@ def render(
 ) -> str:
     """The text between the digest markers (markers included), ranking ``rows`` at most."""
     total_hits = sum(e.hits for e in entries)
+    causes, entries = digest_causes.split(entries)
     lines = [
         START,
         f"## Flaky tests in {md.escape(repository)}",
@@ -207,8 +209,10 @@ def render(
             f"and not counted: {numbers}{more}.",
             "",
         ]
+    lines += digest_causes.render(causes, total_hits, now)
     if not entries:
-        lines += ["No open flaky-test issues. :tada:", "", *unverified_closes.render([*closes])]
+        none = "No open issue of a single flaky test." if causes else "No open flaky-test issues."
+        lines += [f"{none} :tada:", "", *unverified_closes.render([*closes])]
         lines += [NOTE, END]
         return "\n".join(lines)
     figure = chart(entries)

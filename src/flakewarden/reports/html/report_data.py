@@ -16,6 +16,7 @@ from typing import Any, Optional
 from flakewarden.model import AttemptResult, Outcome, RunReport, TestResult, id_key
 from flakewarden.model.raised import raised_text
 from flakewarden.reports import blame_text
+from flakewarden.reports.cause_text import shared_causes
 from flakewarden.reports.html.clip import Budget, clip
 from flakewarden.reports.html.coverage_files import FileCoverage, read_file_coverage
 
@@ -103,7 +104,8 @@ def _notes(test: TestResult, quarantined: bool) -> list[str]:
     if test.not_rerun:
         notes.append(f"not rerun: {test.not_rerun}")
     if test.collection_hint:
-        notes.append("may depend on what collecting other test modules does")
+        evidence = f": {test.collection_evidence}" if test.collection_evidence else ""
+        notes.append(f"may depend on what collecting other test modules does{evidence}")
     if test.retried_inside:
         notes.append(f"retried inside the test: {test.retried_inside}")
     blame = blame_text.phrase(test)
@@ -270,6 +272,10 @@ def report_data(report: RunReport, report_dir: Optional[Path] = None) -> dict[st
         },
         "totals": report.totals.to_json(),
         "problems": [p[:2000] for p in report.problems[:50]],
+        "causes": [
+            {"id": c.id, "text": c.sentence, "tests": list(c.tests), "more": c.more}
+            for c in shared_causes(report)
+        ],
         "attempts": _attempts(report),
         "coverage": _coverage(report, report_dir),
         "tests": rows,

@@ -25,6 +25,7 @@ BODY = """\
 junit.xml and summary.md beside it hold the same evidence.</p></noscript>
 <section id="problems" hidden></section>
 <section id="totals" aria-label="Totals"></section>
+<section id="causes" hidden></section>
 <section id="tests-section">
 <h2>Tests</h2>
 <div class="controls">

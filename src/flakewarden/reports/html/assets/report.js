@@ -81,6 +81,17 @@
     document.getElementById("totals").appendChild(box);
   }
 
+  // One thing that failed several tests, said once, before the tests one by one.
+  function causes() {
+    if (!d.causes.length) return;
+    const section = document.getElementById("causes");
+    section.hidden = false;
+    section.appendChild(el("h2", {text: "Causes"}));
+    section.appendChild(el("ul", {}, d.causes.map((c) => el("li", {},
+      el("b", {text: c.text}), " (cause ", el("code", {text: c.id}), "): ",
+      c.tests.join(", ") + (c.more ? " and " + c.more + " more" : "") + "."))));
+  }
+
   function pre(title, text, open) {
     return el("details", {open}, el("summary", {text: title}), el("pre", {text}));
   }
@@ -217,6 +228,7 @@
 
   header();
   totals();
+  causes();
   testsTable();
   coverage();
   commands();

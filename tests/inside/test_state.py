@@ -17,10 +17,11 @@ from helpers.plugin_runs import run_plugin
 from helpers.project import make_project
 
 from flakewarden.model.records import TestRecord
-from flakewarden.stress.writes import CWD, FILE, written
+from flakewarden.stress.writes import BY_NAME, CWD, FILE, IMPORT, written
 
 FILES = {
     "depot/__init__.py": "",
+    "depot/extra.py": "LOADED = True\n",
     "depot/settings.py": """
         CURRENCY = "EUR"
         SEEN = []
@@ -43,6 +44,7 @@ FILES = {
             os.environ["DEPOT_REGION"] = "eu"
             Path(__file__).with_name("cache.txt").write_text("warm")
             os.chdir(tmp_path)
+            __import__("depot.extra")
 
 
         def test_clean():
@@ -68,6 +70,8 @@ def test_each_change_a_run_leaves_is_on_its_record(tmp_path: Path) -> None:
     assert changes[("class", "depot.settings.Order.discount")] == ("0", "5")
     assert changes[("env", "DEPOT_REGION")] == ("<absent>", "'eu'")
     assert changes[("file", "cache.txt")][0] == "<absent>"
+    assert changes[("module", "depot.extra")] == ("<absent>", "imported")
+    assert not any(kind == "module" and name.startswith("_pytest") for kind, name in changes)
     [cwd] = [after for (kind, _), (_, after) in changes.items() if kind == "cwd"]
     assert "test_pollutes" in cwd
     assert not any(kind == "env" and name == "PYTEST_CURRENT_TEST" for kind, name in changes)
@@ -90,6 +94,9 @@ def test_the_names_a_line_writes_are_read_from_its_syntax() -> None:
         open(name).read()
         total += 1
         value = settings.CURRENCY
+        setattr(obj.__class__, self.name, result)
+        import html.parser
+        __import__(name)
         """
     )
     lines = written(ast.parse(code))
@@ -104,3 +111,6 @@ def test_the_names_a_line_writes_are_read_from_its_syntax() -> None:
     assert 10 not in lines  # read only
     assert "total" in lines[11]
     assert lines[12] == {"value"}  # the name assigned, not the one read
+    assert lines[13] == {BY_NAME}  # a computed name: it may have written any attribute
+    assert lines[14] == {"html.parser"}
+    assert lines[15] == {IMPORT}

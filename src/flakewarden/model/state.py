@@ -15,7 +15,8 @@ CLASS = "class"  # a class attribute: ``depot.models.Order.discount``
 ENV = "env"  # an environment variable
 CWD = "cwd"  # the working directory (no name)
 FILE = "file"  # a file under the rootdir, by its path relative to it
-KINDS = (GLOBAL, CLASS, ENV, CWD, FILE)
+MODULE = "module"  # a module imported (in ``sys.modules``), by its dotted name
+KINDS = (GLOBAL, CLASS, ENV, CWD, FILE, MODULE)
 MAX_TEXT = 200  # characters kept of a value or a name read back
 
 
@@ -34,6 +35,9 @@ class StateChange(NamedTuple):
         """``depot.settings.CURRENCY: 'EUR' → 'USD'``, in words for each kind."""
         if self.kind == CWD:
             return f"the working directory: {self.before} → {self.after}"
+        if self.kind == MODULE:
+            done = "imported" if self.before == "<absent>" else "unloaded"
+            return f"the module {self.name} was {done}"
         if self.kind == FILE:
             if self.before == "<absent>":
                 return f"the file {self.name} was created"

@@ -10,6 +10,7 @@ tests/test_settings.py:9", and the writing line is the first suspect.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Optional
 
@@ -17,9 +18,11 @@ from flakewarden.model.records import TestRecord
 from flakewarden.model.state import CWD, FILE, StateChange
 from flakewarden.model.suspects import Suspect
 from flakewarden.stress.cues import Source
+from flakewarden.stress.writes import BY_NAME, IMPORT
 
 SHOWN = 5  # changes named in the verdict
-ORDER = {"global": 0, "class": 1, "env": 2, "cwd": 3, "file": 4}
+ORDER = {"global": 0, "class": 1, "env": 2, "cwd": 3, "file": 4, "module": 5}
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 Lines = Mapping[str, Mapping[int, int]]
 
@@ -61,6 +64,8 @@ def left_behind(polluter_runs: Sequence[Sequence[TestRecord]]) -> list[StateChan
 
 
 def _key(change: StateChange) -> str:
+    if change.kind == "module":
+        return change.name
     if change.kind == "cwd":
         return CWD
     if change.kind == "file":
@@ -71,13 +76,21 @@ def _key(change: StateChange) -> str:
 def _lines_writing(
     change: StateChange, lines: Lines, source: Callable[[str], Source]
 ) -> list[tuple[str, int]]:
+    """The executed lines that write it; else those that set an attribute or import a module
+    by a computed name (``writes.BY_NAME``, ``writes.IMPORT``)."""
     key = _key(change)
     found: list[tuple[str, int]] = []
+    computed: list[tuple[str, int]] = []
+    fallback = {"global": BY_NAME, "class": BY_NAME, "module": IMPORT}.get(change.kind)
     for file in sorted(lines):
         parsed = source(file)
         for line in sorted(lines[file]):
-            if key in parsed.writes.get(line, set()):
+            names = parsed.writes.get(line, set())
+            if key in names:
                 found.append((file, line))
+            elif fallback in names:
+                computed.append((file, line))
+    found = found or computed
     if change.kind == "file":  # a line that names the file, among those that write one
         named = [f for f in found if change.name.rsplit("/", 1)[-1] in source(f[0]).text(f[1])]
         found = named or found
@@ -89,7 +102,7 @@ def _line_reading(
 ) -> Optional[tuple[str, int]]:
     if change.kind in ("cwd", "file"):
         return None
-    name = change.short_name
+    name = change.name if change.kind == "module" else change.short_name
     for file in sorted(lines):
         for line in sorted(lines[file]):
             if name in source(file).text(line) and name not in source(file).writes.get(line, ()):

@@ -6,8 +6,10 @@ syntax alone, a line writes a name when it assigns it (``NAME = ...``, ``obj.NAM
 ``NAME += ...``), mutates it in place (``NAME.append(...)``, ``NAME[key] = ...``), sets it
 by string (``setattr(obj, "NAME", ...)``, ``monkeypatch.setattr("pkg.mod.NAME", ...)``),
 sets an environment variable (``os.environ["KEY"] = ...``, ``setenv("KEY", ...)``,
-``putenv``), changes the working directory (``chdir``) or writes a file (``open`` for
-writing, ``write_text``, ``touch``, ``unlink`` and the like).
+``putenv``), changes the working directory (``chdir``), writes a file (``open`` for
+writing, ``write_text``, ``touch``, ``unlink`` and the like) or imports a module. A
+``setattr`` or ``delattr`` by a computed name, or an import by a computed name, is marked
+as such: it may have written any attribute or module.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import ast
 
 CWD = "<cwd>"  # a line that changes the working directory
 FILE = "<file>"  # a line that writes, creates or removes a file
+BY_NAME = "<by name>"  # sets or deletes an attribute whose name is computed
+IMPORT = "<import>"  # imports a module whose name is computed
 MUTATORS = {
     "append",
     "extend",
@@ -84,6 +88,11 @@ def _call_names(node: ast.Call) -> set[str]:
             text = _string(arg)
             if text:
                 found.add(text.rsplit(".", 1)[-1])
+        if not found:
+            found.add(BY_NAME)
+    elif name in ("__import__", "import_module"):
+        text = _string(node.args[0]) if node.args else ""
+        found.add(text or IMPORT)
     elif name in _ENV_SETTERS or name == "setitem":
         found.update(_string(arg) for arg in node.args[:2] if _string(arg))
     elif name == "chdir":
@@ -120,6 +129,10 @@ def written(tree: ast.AST) -> dict[int, set[str]]:
                 names |= _target_names(target)
         elif isinstance(node, ast.Call):
             names = _call_names(node)
+        elif isinstance(node, ast.Import):
+            names = {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
         if names:
             lines.setdefault(getattr(node, "lineno", 0), set()).update(names)
     return lines

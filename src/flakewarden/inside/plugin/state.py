@@ -8,7 +8,8 @@ and again after its teardown, and what differs goes on the teardown's report
 - the globals of the project's modules (those loaded from under the rootdir, not from
   site-packages, the standard library, pytest or this plugin), by a bounded ``repr``;
 - the class attributes of the classes those modules define (methods and properties aside);
-- environment variables; the working directory;
+- environment variables; the working directory; the modules imported (``sys.modules``,
+  the test runner's own aside);
 - files under the rootdir (size and modification time), skipping version control, caches,
   virtual environments and at most ``MAX_FILES`` entries.
 
@@ -38,6 +39,8 @@ MAX_FILES = 5_000
 MAX_CHANGES = 40
 _SKIPPED_DIRS = {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".tox"}
 _SKIPPED_DIRS |= {".nox", "node_modules", ".venv", "venv", "flakewarden-stress", ".eggs"}
+# Modules the test runner imports for itself, not what a test leaves in ``sys.modules``.
+_OWN_MODULES = ("_pytest", "pytest", "pluggy", "py.", "iniconfig", "flakewarden", "xdist")
 _repr = reprlib.Repr()
 _repr.maxstring = MAX_REPR
 _repr.maxother = MAX_REPR
@@ -72,6 +75,9 @@ class Snapshot:
         except OSError:
             self.values[("cwd", "")] = "<removed>"
         self._files(rootdir)
+        for name in list(sys.modules):
+            if not name.startswith(_OWN_MODULES):
+                self.values[("module", name)] = "imported"
 
     def _module(self, name: str, module: types.ModuleType) -> None:
         try:

@@ -127,3 +127,15 @@ def test_plugin_knobs_benchmark_runs_at_a_tiny_size() -> None:
     )
     assert "per test: trivial repeated 20 times in one process" in done.stdout, done.stdout
     assert "set-up: plugin imported to configured" in done.stdout, done.stdout
+
+
+def test_scale_benchmark_runs_at_a_tiny_size() -> None:
+    done = _bench(
+        "bench_scale.py",
+        *("--sizes", "20,40", "--flaky", "2", "--modules", "2", "--workers", "2"),
+        *("--pairs", "1", "--warmups", "0"),
+        timeout=300,
+    )
+    assert "40 tests, 2 flaky, -n 2" in done.stdout, done.stdout
+    assert "growth from 20 to 40 tests (x2.0 tests):" in done.stdout, done.stdout
+    assert "flakewarden own peak MiB" in done.stdout, done.stdout

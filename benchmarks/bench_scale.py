@@ -9,7 +9,8 @@ of which ``--flaky`` fail their first run in a session and pass after (a marker 
 test, in a state directory emptied before every run). Pairs alternate the baseline
 ``python -m pytest --junitxml=...`` (the same ``-n``; it fails the flaky tests, as a first
 attempt does) and ``flakewarden run -- python -m pytest``, which reruns the flaky tests in a
-fresh process. Printed per case, medians over the pairs:
+fresh process (``--max-failures`` is raised to ``--flaky``: more failures than its default of
+10 is taken for a real break, and nothing is rerun). Printed per case, medians over the pairs:
 
 - wall time of both commands, and flakewarden's own time: its wall time less the attempts'
   durations in report.json (each attempt's pytest process, spawn to exit);
@@ -155,7 +156,9 @@ def run_flakewarden(
     shutil.rmtree(report_dir, ignore_errors=True)
     usage = work / "usage.json"
     xdist = ["-n", str(workers)] if workers else []
-    command = ["run", "--report-dir", str(report_dir), "--", PYTHON, "-m", "pytest", *xdist]
+    # More failed tests than --max-failures (10 by default) is taken for a real break.
+    command = ["run", "--report-dir", str(report_dir), "--max-failures", str(flaky)]
+    command += ["--", PYTHON, "-m", "pytest", *xdist]
     started = time.monotonic()
     done = subprocess.run(
         [PYTHON, "-c", MEASURED, str(usage), *command],

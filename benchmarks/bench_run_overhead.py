@@ -1,11 +1,12 @@
 """Overhead of ``flakewarden run`` over plain pytest on a green suite.
 
-Run:  python benchmarks/bench_run_overhead.py [--tests 2000] [--modules 40] [--pairs 9]
+Run:  python benchmarks/bench_run_overhead.py [--tests 2000] [--modules 40] [--pairs 9] [--bare]
 
 A green suite of trivial tests is generated in a temporary directory (pytest-randomly and
 the cache provider are switched off in its ``pytest.ini``). Each pair times, as whole
 subprocesses, the baseline ``python -m pytest --junitxml=...`` (what a user would run instead:
-pytest writing its own JUnit file) then ``flakewarden run -- python -m pytest``; pairs
+pytest writing its own JUnit file; with ``--bare``, ``python -m pytest`` alone) then
+``flakewarden run -- python -m pytest``; pairs
 alternate so a noisy neighbour slows both sides alike. One warm-up of each runs first and is
 not counted. The table shows medians with their quartiles, the ratio of the medians and the
 median of the per-pair ratios. flakewarden's wall time is split by its own timings record
@@ -85,18 +86,19 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-def run_baseline(root: Path, env: dict[str, str], tests: int) -> Timing:
+def run_baseline(root: Path, env: dict[str, str], tests: int, bare: bool = False) -> Timing:
+    """``python -m pytest --junitxml``; ``bare``: without ``--junitxml``."""
     junit = root.parent / "baseline-junit.xml"
     cpu, started = _children_cpu(), time.time()
     done = subprocess.run(
-        [PYTHON, "-m", "pytest", f"--junitxml={junit}"],
+        [PYTHON, "-m", "pytest", *([] if bare else [f"--junitxml={junit}"])],
         cwd=root,
         env=env,
         capture_output=True,
         text=True,
     )
     wall, cpu = time.time() - started, _children_cpu() - cpu
-    if done.returncode != 0 or f"{tests} passed" not in done.stdout or not junit.exists():
+    if done.returncode != 0 or f"{tests} passed" not in done.stdout or not (bare or junit.exists()):
         raise SystemExit(f"baseline pytest did not pass {tests} tests:\n{done.stdout[-2000:]}")
     return Timing(wall, 0.0, cpu)
 
@@ -142,10 +144,11 @@ def _row(name: str, values: list[float]) -> tuple[str, str, str, str]:
     return (name, f"{median:.3f}", f"{q1:.3f}-{q3:.3f}", f"{min(values):.3f}")
 
 
-def print_table(baseline: list[Timing], candidate: list[Timing]) -> None:
+def print_table(baseline: list[Timing], candidate: list[Timing], bare: bool = False) -> None:
     splits = [t.split for t in candidate if t.split is not None]
+    shown = "python -m pytest" if bare else "python -m pytest --junitxml"
     rows = [
-        _row("python -m pytest --junitxml (baseline)", [t.wall for t in baseline]),
+        _row(f"{shown} (baseline)", [t.wall for t in baseline]),
         _row("flakewarden run -- python -m pytest", [t.wall for t in candidate]),
         _row("  the pytest child (spawn to exit)", [t.child for t in candidate]),
         _row("  flakewarden's own time", [s["own total"] for s in splits]),
@@ -178,6 +181,12 @@ def print_table(baseline: list[Timing], candidate: list[Timing]) -> None:
         f"CPU (user+system, whole process tree): pytest {base_cpu:.3f}s, flakewarden "
         f"{cand_cpu:.3f}s (medians); overhead {100 * (cand_cpu / base_cpu - 1):+.1f}%"
     )
+    if splits:
+        own = statistics.median(s["own total"] for s in splits)
+        print(
+            f"flakewarden's own time / the baseline's wall time: {100 * own / base:.1f}% "
+            f"(medians: {own:.3f}s of {base:.3f}s)"
+        )
 
 
 def print_comparison(
@@ -210,6 +219,9 @@ def main() -> int:
         metavar="SRC",
         help="also time, in the same pairs, the flakewarden of another source tree's src/",
     )
+    parser.add_argument(
+        "--bare", action="store_true", help="the baseline is python -m pytest, no --junitxml"
+    )
     options = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="flakewarden-bench-overhead-"))
@@ -221,13 +233,13 @@ def main() -> int:
         each = f", {options.work_ms:g} ms of work each" if options.work_ms else ""
         print(f"suite: {options.tests} passing tests{each} in {options.modules} modules ({root})")
         print(f"machine: {machine()}, load average {os.getloadavg()[0]:.1f}")
-        run_baseline(root, env, options.tests)  # warm-up: disk cache, .pyc files
+        run_baseline(root, env, options.tests, options.bare)  # warm-up: disk cache, .pyc files
         run_flakewarden(root, env, report_dir, options.tests)
         baseline: list[Timing] = []
         candidate: list[Timing] = []
         other: list[Timing] = []
         for pair in range(1, options.pairs + 1):
-            baseline.append(run_baseline(root, env, options.tests))
+            baseline.append(run_baseline(root, env, options.tests, options.bare))
             candidate.append(run_flakewarden(root, env, report_dir, options.tests))
             if options.compare_src:
                 other.append(
@@ -241,7 +253,7 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    print_table(baseline, candidate)
+    print_table(baseline, candidate, options.bare)
     if other:
         print_comparison(baseline, candidate, other, options.compare_src)
     print(f"load average after: {os.getloadavg()[0]:.1f}")

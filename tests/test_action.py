@@ -7,6 +7,7 @@ small real project with a flaky test.
 from __future__ import annotations
 
 import ast
+import fcntl
 import json
 import os
 import re
@@ -183,8 +184,26 @@ def copy_action(where: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def built_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """One real install, no override: the action's checkout and the venv it built (the cache)."""
-    root = tmp_path_factory.mktemp("built")
+    """One real install, no override: the action's checkout and the venv it built (the cache).
+
+    Built once for the whole session, pytest-xdist workers included (they share the parent
+    of their base temporary directories): a worker that finds the entry complete reuses it,
+    and one whose build failed leaves none, so the next worker builds and fails the same.
+    """
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = shared / "action-built-venv"
+    with open(shared / "action-built-venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "complete").is_file():
+            shutil.rmtree(root, ignore_errors=True)
+            _build_venv(root)
+            (root / "complete").touch()
+    return root / "action", root / "cache-entry"
+
+
+def _build_venv(root: Path) -> None:
+    """The real install ``built_venv`` shares: checked as it runs, then saved as the cache."""
     action = copy_action(root / "action")
     runner = Runner(root / "job", action_path=action)
     project = make_project(runner.workspace)
@@ -201,9 +220,7 @@ def built_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     assert save.condition is True
     assert save.with_ == {"path": str(venv), "key": run.step("key").outputs["key"]}
     assert run.step("restore").with_ == save.with_
-    entry = root / "cache-entry"
-    shutil.copytree(venv, entry, symlinks=True)
-    return action, entry
+    shutil.copytree(venv, root / "cache-entry", symlinks=True)
 
 
 def _pyenv_python(version: str) -> Optional[str]:

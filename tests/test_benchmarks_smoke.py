@@ -133,3 +133,15 @@ def test_causes_benchmark_runs_at_a_tiny_size() -> None:
     done = _bench("bench_causes.py", *("--tests", "50", "--failing", "20", "--repeat", "1"))
     assert "run: 50 tests, 20 failed once; 3 causes" in done.stdout, done.stdout
     assert "signature computed: median" in done.stdout, done.stdout
+
+
+def test_scale_benchmark_runs_at_a_tiny_size() -> None:
+    done = _bench(
+        "bench_scale.py",
+        *("--sizes", "20,40", "--flaky", "2", "--modules", "2", "--workers", "2"),
+        *("--pairs", "1", "--warmups", "0"),
+        timeout=300,
+    )
+    assert "40 tests, 2 flaky, -n 2" in done.stdout, done.stdout
+    assert "growth from 20 to 40 tests (x2.0 tests):" in done.stdout, done.stdout
+    assert "flakewarden own peak MiB" in done.stdout, done.stdout

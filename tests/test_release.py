@@ -61,9 +61,20 @@ def test_the_version_has_one_source() -> None:
 
 def test_the_command_line_says_that_version() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "flakewarden", "--version"], capture_output=True, text=True
+        [sys.executable, "-X", "importtime", "-m", "flakewarden", "--version"],
+        capture_output=True,
+        text=True,
     )
+    assert done.returncode == 0, done.stderr
     assert done.stdout == f"flakewarden {__version__}\n"
+    # The answer imports no subcommand (the action asks it of every venv it checks).
+    imported = re.findall(r"\| +(flakewarden\.commands\.\w+)$", done.stderr, re.MULTILINE)
+    assert imported == [], imported
+    # Asked with a subcommand's help, the subcommands are registered as before.
+    usage = subprocess.run(
+        [sys.executable, "-m", "flakewarden", "--help"], capture_output=True, text=True
+    )
+    assert usage.returncode == 0 and "stress" in usage.stdout and "run" in usage.stdout
 
 
 @pytest.mark.skipif(

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 from dashboard_builders import build_history
+from helpers.interpreter import path_with_python
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOW = REPO / ".github" / "workflows" / "flake-digest.yml"
@@ -35,7 +35,7 @@ def test_the_build_step_writes_the_page_the_upload_step_takes(tmp_path: Path) ->
     db = build_history(tmp_path, runs=12)
     db.rename(tmp_path / "flakewarden-history.db")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "FLAKEWARDEN"))}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = path_with_python(tmp_path / "python-bin", env.get("PATH", ""))
     done = subprocess.run(
         ["bash", "-c", build["run"]], cwd=tmp_path, env=env, capture_output=True, text=True
     )

@@ -234,8 +234,12 @@ def _rerun_policy(args: argparse.Namespace, config: Config) -> Optional[RerunPol
 
 
 def _import_report_writers() -> None:
-    """Import the report writers (JSON, JUnit, Markdown): run beside attempt 1's pytest."""
+    """Import the report writers (JSON, JUnit, Markdown, the page) and read the page's
+    scripts: run beside attempt 1's pytest, not after the last test."""
     import flakewarden.reports.report_json  # noqa: F401
+    from flakewarden.reports.html.report_page import load_assets
+
+    load_assets()
 
 
 def quarantined_set(args: argparse.Namespace, deadline: float = 15.0) -> frozenset[str]:

@@ -45,12 +45,26 @@ junit.xml and summary.md beside it hold the same evidence.</p></noscript>
 </main>"""
 
 
+SCRIPTS = ("dom.js", "report.js")
+STYLES = ("base.css",)
+
+
+def load_assets() -> None:
+    """Read the page's scripts and style into ``asset``'s cache.
+
+    ``flakewarden run`` calls it while the tests run, so the page's files are not read on
+    the way from the last test to the written reports.
+    """
+    for name in (*SCRIPTS, *STYLES):
+        asset(_ASSETS, name)
+
+
 def render_report_html(report: RunReport, report_dir: Optional[Path] = None) -> str:
     """The page for ``report``; ``report_dir`` is read for per-file coverage when measured."""
     return render_page(
         title=f"flakewarden: {run_state(report)}",
         data=report_data(report, report_dir),
-        script=[asset(_ASSETS, "dom.js"), asset(_ASSETS, "report.js")],
-        style=[asset(_ASSETS, "base.css")],
+        script=[asset(_ASSETS, name) for name in SCRIPTS],
+        style=[asset(_ASSETS, name) for name in STYLES],
         body=BODY,
     )

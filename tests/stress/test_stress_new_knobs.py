@@ -71,7 +71,8 @@ def test_a_task_order_race_is_a_race_under_asyncio(tmp_path: Path) -> None:
     assert f"{first['file']}:{first['line']}" in timing["lines"]
 
 
-@pytest.mark.usefixtures("one_stress_at_a_time")
+# Its verdict is knob applicability and a test that never fails: no timing evidence, so it
+# runs in the parallel part of the suite.
 def test_a_test_without_an_event_loop_or_threads_gets_neither_knob(tmp_path: Path) -> None:
     project = make_project(tmp_path / "plain", NO_LOOP)
     result, data = stress(project, "test_plain.py::test_a_rare_coin", "--budget-seconds", "120")

@@ -21,10 +21,11 @@ from typing import Optional
 
 from flakewarden.errors import ReportError
 from flakewarden.model import RunReport
+from flakewarden.outside_json import MAX_BYTES
 from flakewarden.reports.report_json import REPORT_JSON, parse_report
 
 MAX_MEMBERS = 100_000
-MAX_REPORT_BYTES = 512 * 1024 * 1024  # one report.json, inflated
+MAX_REPORT_BYTES = MAX_BYTES  # one report.json, inflated: what any outside file is read to
 MAX_RATIO = 200  # inflated / compressed, past the first 8 MB (real reports: under 30)
 _RATIO_FROM = 8 * 1024 * 1024
 _CHUNK = 1 << 20
@@ -56,23 +57,23 @@ def _check_name(name: str) -> None:
         raise UnsafeZip(f"the zip holds an unsafe member name {name[:200]!r}")
 
 
-def _inflate(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
-    parts: list[bytes] = []
-    size = 0
+def _inflate(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytearray:
+    """The member's bytes, grown in place (no list of chunks joined: one copy in memory)."""
+    data = bytearray()
     with archive.open(info) as stream:
         while True:
             chunk = stream.read(_CHUNK)
             if not chunk:
                 break
-            size += len(chunk)
+            data += chunk
+            size = len(data)
             if size > limit:
                 raise ReportError(f"{info.filename} inflates past {limit:,} bytes: refused")
             if size > _RATIO_FROM and size > MAX_RATIO * max(1, info.compress_size):
                 raise ReportError(
                     f"{info.filename} inflates more than {MAX_RATIO}:1 (a zip bomb?): refused"
                 )
-            parts.append(chunk)
-    return b"".join(parts)
+    return data
 
 
 def reports_in_zip(data: bytes, *, max_report_bytes: int = MAX_REPORT_BYTES) -> list[ZippedReport]:
@@ -106,12 +107,10 @@ def reports_in_zip(data: bytes, *, max_report_bytes: int = MAX_REPORT_BYTES) -> 
             entry = ZippedReport(info.filename)
             try:
                 raw = _inflate(archive, info, max_report_bytes)
-                text = raw.decode("utf-8")
-                entry.report = parse_report(text, info.filename)
+                entry.report = parse_report(raw, info.filename)
+                del raw
             except ReportError as exc:
                 entry.error = str(exc)
-            except UnicodeDecodeError:
-                entry.error = f"{info.filename} is not UTF-8 text"
             except (
                 zipfile.BadZipFile,
                 zlib.error,

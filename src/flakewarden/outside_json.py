@@ -76,7 +76,7 @@ def parse_json(data: Union[str, bytes, bytearray], where: str) -> Any:
 def _within(value: Any, *, ints: bool, strings: bool) -> bool:
     """Whether ``value`` is within the limits: every container walked, numbers and strings
     checked only when the text could hold one out of range (the common case checks none)."""
-    stack = [([value], 0)]  # the document as the one item of a list at depth 0
+    stack: list[tuple[Any, int]] = [([value], 0)]  # the document: one item of a list
     while stack:
         item, depth = stack.pop()
         if depth > MAX_DEPTH:

@@ -10,6 +10,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -29,8 +30,9 @@ from flakewarden.history.store import HistoryStore
 from flakewarden.issues.marker import read_marker
 from flakewarden.reports.report_json import parse_report, read_report
 from flakewarden.stress.arm import Arm
-from flakewarden.stress.verdict import Verdict, read_verdict
+from flakewarden.stress.verdict import Failure, Verdict, read_verdict
 from flakewarden.stress.verdict_merge import merge_verdicts
+from flakewarden.stress.verdict_render import render_markdown
 
 __all__ = ["report_dirs"]  # the fixture
 
@@ -287,3 +289,63 @@ def test_every_verdict_reader_refuses_or_reads_arbitrary_json(
             continue
         with contextlib.suppress(ReportError):  # the merge's own refusal, one line
             merge_verdicts([read_verdict(good), shard], ["good", "spoiled"])
+
+
+HOSTILE_TEXT = (
+    "x <script>alert(1)</script> <img src=x onerror=alert(2)> a|b\n| row | break |\n@team ```"
+)
+
+
+def _hostile_verdict(runner: str) -> Verdict:
+    verdict = _verdict(runner)
+    verdict.reason = verdict.rule = HOSTILE_TEXT
+    verdict.notes = [HOSTILE_TEXT]
+    verdict.arms = [Arm(phase="fresh", knob=HOSTILE_TEXT, runs=10, failures=1, processes=10)]
+    verdict.statistics = {HOSTILE_TEXT: HOSTILE_TEXT}
+    verdict.environment = {"runner": HOSTILE_TEXT}
+    verdict.power = {"knobs": {HOSTILE_TEXT: {"state": HOSTILE_TEXT, "e_value": "NaN?"}}}
+    verdict.load = {HOSTILE_TEXT: {"levels": [{"slowdown": "x", "level": HOSTILE_TEXT}, 3]}}
+    verdict.first_failure = Failure(
+        phase="fresh",
+        knob=HOSTILE_TEXT,
+        process=1,
+        iteration=1,
+        message=HOSTILE_TEXT,
+        traceback="```\n" + HOSTILE_TEXT + "\n```",
+    )
+    return verdict
+
+
+def _assert_inert(markdown: str) -> None:
+    """No raw HTML, no mention, no table row a value made, no code fence a value closed."""
+    prose = re.sub(r"^ *(`{3,})[a-z]*\n.*?^ *\1$", "", markdown, flags=re.S | re.M)  # blocks
+    prose = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", prose)  # and code spans are inert
+    assert "<script>" not in prose and "<img" not in prose, prose
+    assert "@team" not in markdown
+    assert not any(line.startswith("| row |") for line in prose.splitlines()), prose
+    # The traceback's own ``` stays inside its block: the block's fence is longer.
+    if "## First failing run" in markdown and "No run failed" not in markdown:
+        assert re.search(r"^(`{4,})text\n```\n", markdown, re.M), markdown
+
+
+def test_verdict_md_escapes_what_a_shard_and_a_test_wrote(tmp_path: Path) -> None:
+    _assert_inert(render_markdown(_hostile_verdict("a")))
+    work = tmp_path / "work"
+    for name in ("a", "b"):
+        (work / name).mkdir(parents=True)
+        (work / name / "verdict.json").write_text(
+            json.dumps(_hostile_verdict(name).to_json()), encoding="utf-8"
+        )
+    done = _flakewarden(work, "stress", "--merge", "a", "b", "--report-dir", "out")
+    assert done.returncode == 0, done.stderr
+    markdown = (work / "out" / "verdict.md").read_text(encoding="utf-8")
+    assert "&lt;script&gt;" in markdown  # the text is there, inert
+    _assert_inert(markdown)
+
+
+def test_the_verdicts_issue_comment_escapes_what_a_shard_wrote() -> None:
+    from flakewarden.commands.stress import verdict_comment
+
+    comment = verdict_comment(_hostile_verdict("a"), "https://github.com/o/r/actions/runs/1")
+    assert "&lt;script&gt;" in comment
+    _assert_inert(comment)

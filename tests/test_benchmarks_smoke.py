@@ -127,3 +127,10 @@ def test_plugin_knobs_benchmark_runs_at_a_tiny_size() -> None:
     )
     assert "per test: trivial repeated 20 times in one process" in done.stdout, done.stdout
     assert "set-up: plugin imported to configured" in done.stdout, done.stdout
+
+
+def test_the_outside_json_benchmark_runs_at_a_tiny_size() -> None:
+    done = _bench("bench_outside_json.py", "--mib", "1", "--repeat", "1")
+    for shape in ("whitespace", "empty-objects", "short-strings", "floats", "integers", "report"):
+        assert f"\n{shape} " in done.stdout, done.stdout
+    assert "medians of 1" in done.stdout

@@ -16,8 +16,10 @@ from flakewarden.errors import ReportError
 from flakewarden.outside_json import (
     INT_MAX,
     INT_MIN,
+    MAX_CONTAINERS,
     MAX_DEPTH,
     MAX_STRING,
+    MAX_VALUES,
     Refused,
     parse_json,
     read_confined,
@@ -39,6 +41,8 @@ from flakewarden.outside_json import (
         ("[" * 100_000 + "]" * 100_000, f"nested deeper than {MAX_DEPTH} levels"),
         ('{"a": ' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}", "a[0]"),
         ('{"tests": [1', "cannot read r.json"),
+        ("[" + "{}," * MAX_CONTAINERS + "{}]", f"more than {MAX_CONTAINERS:,} objects and arrays"),
+        ("[" + "0," * MAX_VALUES + "0]", f"more than {MAX_VALUES:,} values"),
         (b'{"a": "\xff"}', "not UTF-8"),
     ],
 )
@@ -57,6 +61,8 @@ def test_the_limits_themselves_are_kept() -> None:
     assert parse_json(json.dumps(edge), "r.json") == edge
     nested = "[" * MAX_DEPTH + "]" * MAX_DEPTH
     assert parse_json(nested, "r.json") is not None
+    many = "[" + "{}," * (MAX_CONTAINERS - 2) + "{}]"  # the outer array is one of them
+    assert len(parse_json(many, "r.json")) == MAX_CONTAINERS - 1
     assert parse_json(b'{"k": "\xc3\xa9"}', "r.json") == {"k": "é"}
 
 
@@ -132,3 +138,13 @@ def test_a_file_past_the_limit_is_refused_while_read(tmp_path: Path) -> None:
     with pytest.raises(Refused, match="more than 1,000 bytes"):
         read_confined(path, max_bytes=1000)
     assert read_confined(path, max_bytes=1001) == b" " * 1001
+
+
+def test_an_integer_past_64_bits_beside_other_faults_is_still_one_refusal() -> None:
+    for text in (
+        '{"a": 99999999999999999999, "b": NaN}',
+        '{"a": 99999999999999999999, "b": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"a": [1, 99999999999999999999], "b": "x"}',
+    ):
+        with pytest.raises(Refused, match=r"r\.json: .*out of a 64-bit integer.s range: refused"):
+            parse_json(text, "r.json")

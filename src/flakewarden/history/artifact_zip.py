@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import stat
+import typing
 import zipfile
 import zlib
 from pathlib import PurePosixPath
@@ -21,7 +22,7 @@ from typing import Optional
 
 from flakewarden.errors import ReportError
 from flakewarden.model import RunReport
-from flakewarden.outside_json import MAX_BYTES
+from flakewarden.outside_json import MAX_BYTES, decode
 from flakewarden.reports.report_json import REPORT_JSON, parse_report
 
 MAX_MEMBERS = 100_000
@@ -59,20 +60,27 @@ def _check_name(name: str) -> None:
 
 def _inflate(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytearray:
     """The member's bytes, grown in place (no list of chunks joined: one copy in memory)."""
-    data = bytearray()
-    with archive.open(info) as stream:
+    # Sized once from the header when it is within the limit (a lying header only costs
+    # growth); growing chunk by chunk would copy the whole buffer at each reallocation.
+    data = bytearray(min(max(info.file_size, 0), limit) + 1)  # +1: room to read the end
+    size = 0
+    with archive.open(info) as opened:
+        stream = typing.cast(zipfile.ZipExtFile, opened)
         while True:
-            chunk = stream.read(_CHUNK)
-            if not chunk:
+            if size == len(data):
+                data.extend(bytes(_CHUNK))
+            with memoryview(data) as view:
+                read = stream.readinto(view[size : size + _CHUNK])
+            if not read:
                 break
-            data += chunk
-            size = len(data)
+            size += read
             if size > limit:
                 raise ReportError(f"{info.filename} inflates past {limit:,} bytes: refused")
             if size > _RATIO_FROM and size > MAX_RATIO * max(1, info.compress_size):
                 raise ReportError(
                     f"{info.filename} inflates more than {MAX_RATIO}:1 (a zip bomb?): refused"
                 )
+    del data[size:]
     return data
 
 
@@ -106,9 +114,10 @@ def reports_in_zip(data: bytes, *, max_report_bytes: int = MAX_REPORT_BYTES) -> 
                 continue
             entry = ZippedReport(info.filename)
             try:
-                raw = _inflate(archive, info, max_report_bytes)
-                entry.report = parse_report(raw, info.filename)
-                del raw
+                # Decoded at once: the bytes are freed before the parse starts.
+                text = decode(_inflate(archive, info, max_report_bytes), info.filename)
+                entry.report = parse_report(text, info.filename)
+                del text
             except ReportError as exc:
                 entry.error = str(exc)
             except (

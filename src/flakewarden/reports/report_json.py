@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from flakewarden.errors import ReportError, ReportMissing
 from flakewarden.model import RunReport, timings
-from flakewarden.outside_json import parse_json, read_confined
+from flakewarden.outside_json import parse_json, read_text
 from flakewarden.reports.junit import write_junit
 from flakewarden.reports.rendered import RenderedTests, encode
 from flakewarden.reports.report_dir import SENTINEL, claim_directory, record_written
@@ -128,12 +128,12 @@ def read_report(location: Path) -> RunReport:
     is_dir = location.is_dir()
     path = location / REPORT_JSON if is_dir else location
     try:
-        raw = read_confined(path, location if is_dir else path.parent)
+        text = read_text(path, location if is_dir else path.parent)
     except FileNotFoundError:
         raise ReportMissing(
             f"{path} not found: run flakewarden run first, or point --report-dir at its report"
         ) from None
-    return parse_report(raw, str(path))
+    return parse_report(text, str(path))
 
 
 def parse_report(text: str | bytes | bytearray, where: str) -> RunReport:

@@ -58,7 +58,8 @@ def test_an_oversized_artifact_is_skipped_and_the_runs_after_it_ingested(
             PREFIX,
             zip_directory(as_github_run(report_dirs[0], tmp_path / "a", first["id"])),
         )
-        # A report whose run id no SQLite integer holds, beside a valid report, one artifact.
+        # Reports whose run id no SQLite integer holds, nested 100,000 deep, with NaN and
+        # Infinity, beside a valid report, in one artifact.
         second = emu.add_workflow_run(created_at=1_700_000_100)
         huge = emu.add_artifact(
             second["id"],
@@ -66,6 +67,13 @@ def test_an_oversized_artifact_is_skipped_and_the_runs_after_it_ingested(
             zip_members(
                 {
                     "huge/report.json": _report(report_dirs[0], 10**30),
+                    "nested/report.json": b"[" * 100_000 + b"]" * 100_000,
+                    "nan/report.json": _report(report_dirs[0], second["id"]).replace(
+                        b'"duration": ', b'"duration": NaN, "was": ', 1
+                    ),
+                    "infinite/report.json": _report(
+                        report_dirs[0], second["id"], job_name="inf"
+                    ).replace(b'"exit_code": ', b'"exit_code": Infinity, "was": ', 1),
                     "fine/report.json": _report(report_dirs[1], second["id"], job_name="fine"),
                 }
             ),
@@ -83,7 +91,7 @@ def test_an_oversized_artifact_is_skipped_and_the_runs_after_it_ingested(
         assert main(argv) == 0
         out, err = capsys.readouterr()
         assert "3 new run(s) looked at, 4 report artifact(s), 3 run(s) ingested" in out
-        assert "2 unreadable" in out and "stopped early" not in err
+        assert "5 unreadable" in out and "stopped early" not in err
         assert re.search(
             rf"unreadable artifact, skipped: {PREFIX}-big \(run {first['id']}, artifact "
             rf"{big['id']}\): cannot be downloaded: .*more than {MAX_ARTIFACT_BYTES:,}",
@@ -92,8 +100,15 @@ def test_an_oversized_artifact_is_skipped_and_the_runs_after_it_ingested(
         [huge_line] = [line for line in err.splitlines() if "huge/report.json" in line]
         assert f"artifact {huge['id']}" in huge_line
         assert "context.run_id is 1000000000000000000000000000000, out of a 64-bit" in huge_line
+        for member, why in (
+            ("nested/report.json", "nested deeper than 64 levels"),
+            ("nan/report.json", "NaN is not a number JSON allows"),
+            ("infinite/report.json", "Infinity is not a number JSON allows"),
+        ):
+            [line] = [line for line in err.splitlines() if member in line]
+            assert why in line and f"artifact {huge['id']}" in line
         # Exactly one line per skipped artifact or report, each on a line of its own.
-        assert len([line for line in err.splitlines() if "skipped" in line]) == 2
+        assert len([line for line in err.splitlines() if "skipped" in line]) == 5
 
         with HistoryStore.open(db) as store:
             assert sorted((r.context.run_id, r.context.job_name) for r in store.runs()) == [

@@ -145,3 +145,10 @@ def test_scale_benchmark_runs_at_a_tiny_size() -> None:
     assert "40 tests, 2 flaky, -n 2" in done.stdout, done.stdout
     assert "growth from 20 to 40 tests (x2.0 tests):" in done.stdout, done.stdout
     assert "flakewarden own peak MiB" in done.stdout, done.stdout
+
+
+def test_the_outside_json_benchmark_runs_at_a_tiny_size() -> None:
+    done = _bench("bench_outside_json.py", "--mib", "1", "--repeat", "1")
+    for shape in ("whitespace", "empty-objects", "short-strings", "floats", "integers", "report"):
+        assert f"\n{shape} " in done.stdout, done.stdout
+    assert "medians of 1" in done.stdout

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +72,40 @@ def test_the_history_group_needs_a_subcommand(capsys: pytest.CaptureFixture[str]
     assert "SUBCOMMAND" in capsys.readouterr().err
     assert main(["history", "ingest", "--help"]) == 0
     assert "--from-github" in capsys.readouterr().out
+
+
+def test_two_runs_within_one_second_have_keys_of_their_own(
+    report_dirs: list[Path], tmp_path: Path
+) -> None:
+    """Runs of one command in one job start within a second of each other: the start time
+    the key holds is to the millisecond, so each run is a run of its own; a report written
+    before, to the second, keeps its key."""
+    from flakewarden.history.rows import report_context
+    from flakewarden.model import run_key
+    from flakewarden.reports.report_json import read_report
+    from flakewarden.runner.reruns import now_iso
+
+    assert now_iso(1_700_000_000.25) == "2023-11-14T22:13:20.250+00:00"
+    assert now_iso(1_700_000_000.75) == "2023-11-14T22:13:20.750+00:00"
+    written = read_report(report_dirs[0])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", written.started_at)
+    keys = set()
+    for n, started in enumerate(
+        [
+            "2023-11-14T22:13:20.250+00:00",
+            "2023-11-14T22:13:20.750+00:00",
+            "2023-11-14T22:13:20+00:00",
+        ]
+    ):
+        target = tmp_path / f"r{n}"
+        target.mkdir()
+        data = json.loads((report_dirs[0] / "report.json").read_text(encoding="utf-8"))
+        data["started_at"] = data["context"]["started_at"] = started
+        (target / "report.json").write_text(json.dumps(data), encoding="utf-8")
+        report = read_report(target)
+        keys.add(run_key(report_context(report), report.command, report.rootdir))
+    assert len(keys) == 3
+    assert any(key.startswith("local:2023-11-14T22:13:20+00:00/") for key in keys)  # as before
+    done = _ingest(*(str(tmp_path / f"r{n}") for n in range(3)), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "3 run(s) ingested from 3 report dir(s), 0 already in" in done.stdout

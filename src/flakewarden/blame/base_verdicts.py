@@ -7,13 +7,13 @@ is one line, whatever the records hold.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, Optional
 
 from flakewarden.model import AttemptOutcome, TestRecord
 from flakewarden.model.blame import BaseCheck
+from flakewarden.outside_json import parse_json, read_confined
 from flakewarden.runner.process_results import ProcessResults
 
 NOT_AT_BASE = "not at the base: the test is new, renamed or moved by this change"
@@ -39,14 +39,14 @@ def loaded_files(results: Path) -> Optional[list[str]]:
     """The files the plugin's ``modules`` records name, in order; None when it wrote none."""
     found: Optional[dict[str, None]] = None
     try:
-        lines = results.read_bytes().decode("utf-8", errors="replace").split("\n")
-    except OSError:
+        lines = read_confined(results).decode("utf-8", errors="replace").split("\n")
+    except (OSError, ValueError):  # none, or refused: a link out, a FIFO, too big
         return None
     for line in lines:
         if f'"{MODULES_KIND}"' not in line:
             continue
         try:
-            data = json.loads(line)
+            data = parse_json(line, str(results))
         except ValueError:
             continue
         if isinstance(data, dict) and data.get("kind") == MODULES_KIND:

@@ -9,12 +9,13 @@ measured anyway keeps its contexts in the attempt's own coverage data.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from flakewarden.outside_json import parse_json, read_confined
 
 PROCESS_FOLDER = "blame"
 DATA_PREFIX = ".coverage-blame"
@@ -69,6 +70,10 @@ def _attempt_data(part: Path) -> list[Path]:
     return find_data_files(part)
 
 
+#: A whole suite's records of what each test ran and read: larger than one report may be.
+_MAX_SEEN = 256 * 1024 * 1024
+
+
 def _read_seen(folder: Path, measured: Measured) -> dict[str, Seen]:
     found: dict[str, Seen] = {}
     for path in sorted(folder.glob("seen-*.jsonl")):
@@ -77,13 +82,13 @@ def _read_seen(folder: Path, measured: Measured) -> dict[str, Seen]:
         imported: set[str] = set()
         error = ""
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as problem:
+            lines = read_confined(path, folder, _MAX_SEEN).decode("utf-8").splitlines()
+        except (OSError, ValueError) as problem:  # UnicodeDecodeError; Refused: a link out
             measured.problems.append(f"cannot read {path.name}: {problem}")
             continue
         for line in lines:
             try:
-                entry: Any = json.loads(line)
+                entry: Any = parse_json(line, path.name)
             except ValueError:
                 measured.problems.append(f"{path.name} holds a line that is not JSON")
                 continue

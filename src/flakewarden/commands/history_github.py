@@ -4,8 +4,11 @@ The runs not looked at yet are listed newest first, then handled oldest first, e
 marked as looked at once it is done, so an ingest cut short (a deadline, GitHub
 down) resumes where it stopped and a second ingest downloads only new runs. An
 expired artifact, a zip that is refused or a report that cannot be read is counted,
-named, and never stops the ingest; GitHub trouble while downloading stops it there,
-and the next ingest picks up from that run.
+named, recorded in the history and never stops the ingest: each artifact, and each
+report in it, is ingested or skipped on its own. GitHub trouble while downloading stops
+the ingest there, and the next ingest picks up from that run; an artifact whose own
+download keeps failing is skipped on its third try, so no artifact holds the history at
+its run for good.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from typing import Callable, Optional
 from flakewarden.commands.github_access import require_repository
 from flakewarden.errors import GitHubError, ReportError
 from flakewarden.github.api import GitHubClient
+from flakewarden.github.api_errors import GitHubRequestError, TooBig
 from flakewarden.github.artifacts import (
+    Artifact,
     ArtifactExpired,
     WorkflowRun,
     completed_runs,
@@ -29,6 +34,12 @@ from flakewarden.history.artifact_zip import reports_in_zip
 from flakewarden.history.store import HistoryStore
 
 Say = Callable[[str], None]
+
+#: How many ingests try an artifact whose download fails before it is skipped for good.
+MAX_ARTIFACT_TRIES = 3
+#: Answers that would fail every download alike: unreachable or the deadline spent (0), the
+#: token refused (401, 403), a rate limit (429).
+_NOT_THE_ARTIFACT = frozenset({0, 401, 403, 429})
 
 
 @dataclasses.dataclass
@@ -119,44 +130,110 @@ def _one_run(
     done: GitHubIngest,
     complain: Say,
 ) -> str:
-    """Ingest one run's report artifacts; what it held (``ingested``, ``expired``, ...)."""
+    """Ingest one run's report artifacts, each on its own; what the run held (``ingested``,
+    ``expired``, ...). ``GitHubError`` only when GitHub, not an artifact, failed: the next
+    ingest resumes from this run."""
     artifacts = report_artifacts(client, repository, run.id, args.artifact_prefix)
     if not artifacts:
         done.no_report += 1
         return "no-report"
-    results: list[str] = []
-    for artifact in artifacts:
-        done.artifacts += 1
-        name = f"{artifact.name} (run {run.id}, artifact {artifact.id})"
-        source = f"github:run/{run.id}/artifact/{artifact.id}"
-        try:
-            data = download_artifact(client, downloader, repository, artifact)
-        except ArtifactExpired:
-            done.expired.append(name)
-            complain(f"expired artifact, skipped: {name}")
-            results.append("expired")
-            continue
-        try:
-            zipped = reports_in_zip(data)
-        except ReportError as exc:
-            done.unreadable.append(name)
-            complain(f"unreadable artifact, skipped: {name}: {exc}")
-            results.append("unreadable")
-            continue
-        if not zipped:
-            done.unreadable.append(name)
-            complain(f"no report.json in artifact, skipped: {name}")
-            results.append("unreadable")
-        for entry in zipped:
-            if entry.report is None:
-                done.unreadable.append(f"{name} {entry.member}")
-                complain(f"unreadable report, skipped: {name}: {entry.error}")
-                results.append("unreadable")
-                continue
-            where = source if entry.member == "report.json" else f"{source}/{entry.member}"
-            if store.ingest(entry.report, where):
-                done.ingested += 1
-            else:
-                done.already += 1
-            results.append("ingested")
+    results = [
+        _one_artifact(store, client, downloader, repository, run, artifact, done, complain)
+        for artifact in artifacts
+    ]
     return "ingested" if "ingested" in results else results[0]
+
+
+def _one_artifact(
+    store: HistoryStore,
+    client: GitHubClient,
+    downloader: TokenlessDownloader,
+    repository: str,
+    run: WorkflowRun,
+    artifact: Artifact,
+    done: GitHubIngest,
+    complain: Say,
+) -> str:
+    """Ingest one artifact's reports, or skip it (or one report) with a line saying why;
+    ``ingested``, ``expired`` or ``unreadable``."""
+    done.artifacts += 1
+    name = f"{artifact.name} (run {run.id}, artifact {artifact.id})"
+
+    def skip(why: str, member: str = "") -> None:
+        """One line naming what is skipped and why, and a row so it is never retried."""
+        done.unreadable.append(f"{name} {member}".rstrip())
+        complain(f"unreadable {'report' if member else 'artifact'}, skipped: {name}: {why}")
+        why = f"{member}: {why}" if member else why
+        store.record_artifact(
+            repository, artifact.id, run.id, run.attempt, artifact.name, "skipped", why
+        )
+
+    try:
+        data = download_artifact(client, downloader, repository, artifact)
+    except ArtifactExpired:
+        done.expired.append(name)
+        complain(f"expired artifact, skipped: {name}")
+        return "expired"
+    except TooBig as exc:
+        skip(f"cannot be downloaded: {exc}")
+        return "unreadable"
+    except GitHubError as exc:
+        if not _artifact_failed(exc):
+            raise
+        tries = store.artifact_tries(repository, artifact.id) + 1
+        if tries < MAX_ARTIFACT_TRIES:
+            store.record_artifact(
+                repository, artifact.id, run.id, run.attempt, artifact.name, "failed", str(exc)
+            )
+            raise
+        skip(f"its download failed {tries} times, last: {exc}")
+        return "unreadable"
+    if store.artifact_tries(repository, artifact.id):
+        store.forget_artifact(repository, artifact.id)  # downloaded at last
+    source = f"github:run/{run.id}/artifact/{artifact.id}"
+    return "ingested" if _ingest_zip(store, data, source, done, skip) else "unreadable"
+
+
+def _artifact_failed(exc: GitHubError) -> bool:
+    """Whether a failed download is the artifact's own (tried again a few times, then
+    skipped), not GitHub unreachable, the token refused, a rate limit or the deadline spent
+    (which would fail every download the same way, so the ingest stops and resumes later)."""
+    if isinstance(exc, GitHubRequestError) and exc.final:
+        return exc.status not in _NOT_THE_ARTIFACT
+    return True
+
+
+def _ingest_zip(
+    store: HistoryStore,
+    data: bytes,
+    source: str,
+    done: GitHubIngest,
+    skip: Callable[[str, str], None],
+) -> bool:
+    """Every report in the artifact's zip into the store, each refused one skipped alone;
+    whether any was kept (ingested now or before)."""
+    try:
+        zipped = reports_in_zip(data)
+    except ReportError as exc:
+        skip(str(exc), "")
+        return False
+    if not zipped:
+        skip("it holds no report.json", "")
+        return False
+    kept = False
+    for entry in zipped:
+        where = source if entry.member == "report.json" else f"{source}/{entry.member}"
+        if entry.report is None:
+            skip(entry.error, entry.member)
+            continue
+        try:
+            added = store.ingest(entry.report, where)
+        except ReportError as exc:
+            skip(str(exc), entry.member)
+            continue
+        kept = True
+        if added:
+            done.ingested += 1
+        else:
+            done.already += 1
+    return kept

@@ -226,32 +226,31 @@ def where_lines(verdict: Verdict, blob: str) -> list[str]:
 def verdict_comment(verdict: Verdict, link: str, blob: str = "") -> str:
     allowed = "allowed" if verdict.quarantine_allowed else "refused"
     lines = [
-        f"**flakewarden stress verdict: `{verdict.verdict}`** (quarantine {allowed})",
+        f"**flakewarden stress verdict: {md.code(verdict.verdict)}** (quarantine {allowed})",
         "",
-        verdict.reason,
+        md.escape(verdict.reason),
         "",
     ]
     where = where_lines(verdict, blob)
     if where:
         lines += ["Where to look:", "", *where, ""]
     lines += [
-        f"Rule: {verdict.rule}",
+        f"Rule: {md.escape(verdict.rule)}",
         "",
-        "```text",
-        text_chart(verdict.arms),
-        "```",
+        md.code_block(text_chart(verdict.arms)),
     ]
     knobs = verdict.power.get("knobs")
     if isinstance(knobs, dict) and knobs:
         lines += ["", "What the runs rule out (90% probability of seeing a larger effect):", ""]
         lines += [
-            f"- {knob}: {row.get('state', '')}; {row.get('statement', '')}"
+            f"- {md.escape(str(knob))}: {md.escape(str(row.get('state', '')))}; "
+            f"{md.escape(str(row.get('statement', '')))}"
             for knob, row in knobs.items()
             if isinstance(row, dict)
         ]
     entry = verdict.known_race_entry(link)
     if entry:
-        lines += ["", "Known race pattern to record:", "", "```yaml", entry.rstrip(), "```"]
+        lines += ["", "Known race pattern to record:", "", md.code_block(entry.rstrip(), "yaml")]
     if link:
         lines += ["", f"Evidence (verdict.md, verdict.json): {link}"]
     return "\n".join(lines)

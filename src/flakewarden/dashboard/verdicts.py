@@ -3,18 +3,19 @@
 The history database keeps runs, not stress runs: ``flakewarden dashboard --verdicts``
 names stress report directories (or their ``verdict.json``), such as the digest
 workflow downloads from the stress workflow's artifacts. Only the fields the page shows
-are read, leniently; a file that is not a verdict is named and skipped.
+are read, leniently, through the one reader of outside JSON (``outside_json``: confined
+to its directory, within bounds); a file that is not a verdict is named and skipped.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from flakewarden.model.suspects import Suspect
 from flakewarden.model.verdicts import VERDICTS
+from flakewarden.outside_json import read_json
 
 SHOWN = 3  # suspect lines shown beside a verdict, as verdict.md leads with
 
@@ -26,7 +27,7 @@ def read_verdicts(paths: Iterable[Path]) -> tuple[dict[str, list[dict[str, Any]]
     for path in paths:
         target = path / "verdict.json" if path.is_dir() else path
         try:
-            data = json.loads(target.read_text(encoding="utf-8"))
+            data = read_json(target, path if path.is_dir() else target.parent)
             if not isinstance(data, dict) or data.get("verdict") not in VERDICTS:
                 raise ValueError("not a flakewarden verdict")
             test_id = str(data["test_id"])
@@ -39,7 +40,7 @@ def read_verdicts(paths: Iterable[Path]) -> tuple[dict[str, list[dict[str, Any]]
                 "at": str(data.get("finished_at") or data.get("started_at") or ""),
                 "where": _where(data.get("where")),
             }
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, OverflowError) as exc:
             skipped.append(f"{target}: {exc}")
             continue
         found.setdefault(test_id, []).append(item)
@@ -57,7 +58,7 @@ def _where(data: Any) -> list[dict[str, str]]:
     for raw in suspects[:SHOWN]:
         try:
             suspect = Suspect.from_json(raw)
-        except (TypeError, ValueError, AttributeError):
+        except (TypeError, ValueError, AttributeError, OverflowError):
             continue
         shown.append({"at": suspect.location[:300], "text": suspect.text[:200]})
     return shown

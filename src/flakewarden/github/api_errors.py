@@ -44,6 +44,11 @@ class GitHubRequestError(GitHubError):
         return self.status in (401, 403, 404)
 
 
+class TooBig(GitHubError):
+    """A body (an artifact) larger than the size read at most: the same on every try, so a
+    caller skips it instead of retrying it."""
+
+
 def mask(text: str, token: str) -> str:
     """Replace every occurrence of the token in ``text``."""
     if token and len(token) >= 4:

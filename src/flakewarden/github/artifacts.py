@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from flakewarden.errors import GitHubError
 from flakewarden.github.api import GitHubClient
-from flakewarden.github.api_errors import GitHubRequestError
+from flakewarden.github.api_errors import GitHubRequestError, TooBig
 from flakewarden.github.download import TokenlessDownloader
 
 #: The action names its report artifacts flakewarden-<job>-<matrix index>-attempt-<n>.
@@ -169,12 +169,13 @@ def download_artifact(
     artifact: Artifact,
     max_bytes: int = MAX_ARTIFACT_BYTES,
 ) -> bytes:
-    """The artifact's zip. ``ArtifactExpired`` when GitHub answers 410 (or lists it expired)."""
+    """The artifact's zip. ``ArtifactExpired`` when GitHub answers 410 (or lists it expired),
+    ``TooBig`` when it is listed or read past ``max_bytes``."""
     what = f"artifact {artifact.name} (id {artifact.id}) of run {artifact.run_id}"
     if artifact.expired:
         raise ArtifactExpired(f"{what} has expired")
     if artifact.size > max_bytes:
-        raise GitHubError(f"{what} is {artifact.size:,} bytes, more than {max_bytes:,}")
+        raise TooBig(f"{what} is {artifact.size:,} bytes, more than {max_bytes:,}")
     path = f"/repos/{repository}/actions/artifacts/{artifact.id}/zip"
     try:
         response = client.request("GET", path, allow_redirects=False)
@@ -184,7 +185,7 @@ def download_artifact(
         raise
     if response.status_code == 200:  # served directly (GitHub Enterprise Server may)
         if len(response.content) > max_bytes:
-            raise GitHubError(f"{what} is more than {max_bytes:,} bytes")
+            raise TooBig(f"{what} is more than {max_bytes:,} bytes")
         return response.content
     location = response.headers.get("location", "")
     if response.status_code not in (301, 302, 303, 307, 308) or not location:

@@ -16,7 +16,7 @@ from typing import Optional
 import requests
 
 from flakewarden.github.api import USER_AGENT, GitHubClient
-from flakewarden.github.api_errors import RETRY_STATUSES, GitHubRequestError, unreachable
+from flakewarden.github.api_errors import RETRY_STATUSES, GitHubRequestError, TooBig, unreachable
 
 CHUNK = 1 << 16
 
@@ -36,7 +36,7 @@ class TokenlessDownloader:
         self.session.close()
 
     def fetch(self, url: str, *, max_bytes: int, what: str) -> bytes:
-        """The body at ``url``; ``GitHubRequestError`` when it cannot be had or is too big."""
+        """The body at ``url``; ``GitHubRequestError`` when it cannot be had, ``TooBig``."""
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise GitHubRequestError(f"{what}: GitHub redirected to {url[:80]!r}, not an http URL")
@@ -78,7 +78,7 @@ class TokenlessDownloader:
 def _read_bounded(response: requests.Response, max_bytes: int, what: str) -> bytes:
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
-        raise GitHubRequestError(
+        raise TooBig(
             f"{what}: the artifact is {int(declared):,} bytes, more than the {max_bytes:,} "
             "read at most"
         )
@@ -87,8 +87,6 @@ def _read_bounded(response: requests.Response, max_bytes: int, what: str) -> byt
     for chunk in response.iter_content(CHUNK):
         size += len(chunk)
         if size > max_bytes:
-            raise GitHubRequestError(
-                f"{what}: the artifact is more than the {max_bytes:,} bytes read at most"
-            )
+            raise TooBig(f"{what}: the artifact is more than the {max_bytes:,} bytes read at most")
         parts.append(chunk)
     return b"".join(parts)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import stat
+import typing
 import zipfile
 import zlib
 from pathlib import PurePosixPath
@@ -21,10 +22,11 @@ from typing import Optional
 
 from flakewarden.errors import ReportError
 from flakewarden.model import RunReport
+from flakewarden.outside_json import MAX_BYTES, decode
 from flakewarden.reports.report_json import REPORT_JSON, parse_report
 
 MAX_MEMBERS = 100_000
-MAX_REPORT_BYTES = 512 * 1024 * 1024  # one report.json, inflated
+MAX_REPORT_BYTES = MAX_BYTES  # one report.json, inflated: what any outside file is read to
 MAX_RATIO = 200  # inflated / compressed, past the first 8 MB (real reports: under 30)
 _RATIO_FROM = 8 * 1024 * 1024
 _CHUNK = 1 << 20
@@ -56,23 +58,30 @@ def _check_name(name: str) -> None:
         raise UnsafeZip(f"the zip holds an unsafe member name {name[:200]!r}")
 
 
-def _inflate(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
-    parts: list[bytes] = []
+def _inflate(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytearray:
+    """The member's bytes, grown in place (no list of chunks joined: one copy in memory)."""
+    # Sized once from the header when it is within the limit (a lying header only costs
+    # growth); growing chunk by chunk would copy the whole buffer at each reallocation.
+    data = bytearray(min(max(info.file_size, 0), limit) + 1)  # +1: room to read the end
     size = 0
-    with archive.open(info) as stream:
+    with archive.open(info) as opened:
+        stream = typing.cast(zipfile.ZipExtFile, opened)
         while True:
-            chunk = stream.read(_CHUNK)
-            if not chunk:
+            if size == len(data):
+                data.extend(bytes(_CHUNK))
+            with memoryview(data) as view:
+                read = stream.readinto(view[size : size + _CHUNK])
+            if not read:
                 break
-            size += len(chunk)
+            size += read
             if size > limit:
                 raise ReportError(f"{info.filename} inflates past {limit:,} bytes: refused")
             if size > _RATIO_FROM and size > MAX_RATIO * max(1, info.compress_size):
                 raise ReportError(
                     f"{info.filename} inflates more than {MAX_RATIO}:1 (a zip bomb?): refused"
                 )
-            parts.append(chunk)
-    return b"".join(parts)
+    del data[size:]
+    return data
 
 
 def reports_in_zip(data: bytes, *, max_report_bytes: int = MAX_REPORT_BYTES) -> list[ZippedReport]:
@@ -105,13 +114,12 @@ def reports_in_zip(data: bytes, *, max_report_bytes: int = MAX_REPORT_BYTES) -> 
                 continue
             entry = ZippedReport(info.filename)
             try:
-                raw = _inflate(archive, info, max_report_bytes)
-                text = raw.decode("utf-8")
+                # Decoded at once: the bytes are freed before the parse starts.
+                text = decode(_inflate(archive, info, max_report_bytes), info.filename)
                 entry.report = parse_report(text, info.filename)
+                del text
             except ReportError as exc:
                 entry.error = str(exc)
-            except UnicodeDecodeError:
-                entry.error = f"{info.filename} is not UTF-8 text"
             except (
                 zipfile.BadZipFile,
                 zlib.error,

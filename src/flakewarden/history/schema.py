@@ -12,7 +12,7 @@ from flakewarden.model import AttemptOutcome, Outcome
 #: ``PRAGMA application_id``: "FlkW". Tells our database from any other SQLite file.
 APPLICATION_ID = 0x466C6B57
 #: ``PRAGMA user_version``: the schema version this flakewarden writes.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: The final outcome, stored as a small integer (0 and 1 take no bytes at all).
 OUTCOME_CODES: dict[Outcome, int] = {
@@ -119,5 +119,24 @@ CREATE TABLE quarantined (
 ) WITHOUT ROWID;
 """
 
+#: Version 3: the report artifacts ``ingest --from-github`` skipped, and why. One that
+#: cannot be read (too big, not a zip, a report refused) is skipped at once; one whose download
+#: failed is tried again by the next ingests, at most ``MAX_ARTIFACT_TRIES`` times in all, so
+#: no artifact holds the ingest at its run for good.
+SCHEMA_V3 = """
+CREATE TABLE github_artifacts (
+    repository TEXT NOT NULL,
+    artifact_id INTEGER NOT NULL,
+    run_id INTEGER NOT NULL,
+    run_attempt INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    result TEXT NOT NULL,
+    why TEXT NOT NULL,
+    tries INTEGER NOT NULL,
+    checked_at TEXT NOT NULL,
+    PRIMARY KEY (repository, artifact_id)
+);
+"""
+
 #: How to bring a database of version N up to N + 1; a new database runs them all in turn.
-MIGRATIONS: dict[int, str] = {1: SCHEMA_V2}
+MIGRATIONS: dict[int, str] = {1: SCHEMA_V2, 2: SCHEMA_V3}

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from flakewarden.errors import HistoryError
+from flakewarden.errors import HistoryError, ReportError
 from flakewarden.history import schema
 from flakewarden.history.failures import write_failures
 from flakewarden.history.rows import (
@@ -167,9 +167,16 @@ class HistoryStore:
     # -- writing -------------------------------------------------------------------
 
     def ingest(self, report: RunReport, source: str) -> bool:
-        """Add one run; False (and nothing changed) when its run attempt/job is already in."""
+        """Add one run; False (and nothing changed) when its run attempt/job is already in.
+
+        ``ReportError`` (nothing changed) when the report holds a value SQLite cannot keep.
+        """
         try:
             return self._ingest(report, source)
+        except OverflowError as exc:
+            raise ReportError(
+                f"{source} holds a number the history cannot keep ({exc}): refused"
+            ) from None
         except sqlite3.DatabaseError as exc:
             raise HistoryError(f"cannot write to the history database {self.path}: {exc}") from None
 
@@ -273,6 +280,67 @@ class HistoryStore:
             )
         except sqlite3.DatabaseError as exc:
             raise HistoryError(f"cannot write to the history database {self.path}: {exc}") from None
+
+    def artifact_tries(self, repository: str, artifact_id: int) -> int:
+        """How many ingests already failed to download that artifact (0: none)."""
+        rows = self._read(
+            "SELECT tries FROM github_artifacts WHERE repository = ? AND artifact_id = ?",
+            [repository, artifact_id],
+        )
+        return int(rows[0][0]) if rows else 0
+
+    def record_artifact(
+        self,
+        repository: str,
+        artifact_id: int,
+        run_id: int,
+        run_attempt: int,
+        name: str,
+        result: str,
+        why: str,
+    ) -> int:
+        """Record one artifact skipped (``result`` ``skipped``) or whose download failed
+        (``failed``), with why; the number of tries it has now had."""
+        tries = self.artifact_tries(repository, artifact_id) + 1
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO github_artifacts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    repository,
+                    artifact_id,
+                    run_id,
+                    run_attempt,
+                    name,
+                    result,
+                    why[:2000],
+                    tries,
+                    _now(),
+                ),
+            )
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"cannot write to the history database {self.path}: {exc}") from None
+        return tries
+
+    def forget_artifact(self, repository: str, artifact_id: int) -> None:
+        """Drop an artifact's failed tries once it was downloaded."""
+        try:
+            self._db.execute(
+                "DELETE FROM github_artifacts WHERE repository = ? AND artifact_id = ?",
+                (repository, artifact_id),
+            )
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"cannot write to the history database {self.path}: {exc}") from None
+
+    def skipped_artifacts(self, repository: str) -> list[tuple[int, int, str, str, str]]:
+        """The artifacts recorded for ``repository``: (run id, artifact id, name, result, why)."""
+        return [
+            (int(run), int(artifact), name, result, why)
+            for run, artifact, name, result, why in self._read(
+                "SELECT run_id, artifact_id, name, result, why FROM github_artifacts"
+                " WHERE repository = ? ORDER BY run_id, artifact_id",
+                [repository],
+            )
+        ]
 
     # -- reading -------------------------------------------------------------------
 

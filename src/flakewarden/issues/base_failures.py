@@ -26,6 +26,7 @@ from flakewarden.issues.kept_comment import by_bot, keep
 from flakewarden.issues.records import LABEL, FlakeIssue, issues_for
 from flakewarden.issues.tracker import FlakeTracker, is_final
 from flakewarden.model import RunReport, TestResult
+from flakewarden.outside_json import parse_json
 from flakewarden.reports import markdown as md
 
 PREFIX = "<!-- flakewarden-base-fails: "
@@ -90,7 +91,7 @@ def run_of(body: Any) -> Optional[str]:
     """The run a comment body's marker line names, or None."""
     for match in _LINE.finditer(body if isinstance(body, str) else ""):
         try:
-            data = json.loads(match.group(1))
+            data = parse_json(match.group(1), "the comment's marker")
         except (ValueError, RecursionError):
             continue
         if isinstance(data, dict) and isinstance(data.get("run"), str):

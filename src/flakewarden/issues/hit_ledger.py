@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
 from flakewarden.issues.marker import HITS_MAX, count_of, hits_of, parse_time, valid_key
+from flakewarden.outside_json import parse_json
 
 if TYPE_CHECKING:
     from flakewarden.issues.records import FlakeIssue
@@ -122,7 +123,7 @@ def record_of(body: Any) -> tuple[dict[str, int], dict[str, str]]:
     """
     for match in _LINE.finditer(body if isinstance(body, str) else ""):
         try:
-            data = json.loads(match.group(1))
+            data = parse_json(match.group(1), "the hit ledger")
         except (ValueError, RecursionError):
             continue
         if not isinstance(data, dict):

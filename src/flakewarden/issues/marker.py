@@ -24,6 +24,7 @@ import re
 from typing import Any, Optional
 
 from flakewarden.model import LONG_ID_LIMIT, id_key
+from flakewarden.outside_json import parse_json
 
 PREFIX = "<!-- flakewarden: "
 SUFFIX = " -->"
@@ -70,7 +71,7 @@ def replace_marker(body: Optional[str], data: dict[str, Any]) -> str:
 
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text)
+        return parse_json(text, "the marker")
     except (ValueError, RecursionError):  # also a count past Python's digit limit
         return None
 

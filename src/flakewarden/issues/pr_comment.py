@@ -21,6 +21,7 @@ from flakewarden.github.api import GitHubClient, cap_body
 from flakewarden.issues.kept_comment import Posted, by_bot, keep
 from flakewarden.issues.records import RunContext
 from flakewarden.model import Outcome, RunReport, TestResult
+from flakewarden.outside_json import parse_json
 from flakewarden.reports import markdown as md
 
 PREFIX = "<!-- flakewarden-pr-comment: "
@@ -55,7 +56,7 @@ def marker_line(name: str) -> str:
 def name_of(body: Any) -> Optional[str]:
     for match in _LINE.finditer(body if isinstance(body, str) else ""):
         try:
-            data = json.loads(match.group(1))
+            data = parse_json(match.group(1), "the comment's marker")
         except ValueError:
             continue
         if isinstance(data, dict) and isinstance(data.get("name"), str):

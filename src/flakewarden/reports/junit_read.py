@@ -17,6 +17,7 @@ from xml.parsers import expat
 
 from flakewarden.errors import ReportError
 from flakewarden.model import Outcome
+from flakewarden.outside_json import parse_json
 from flakewarden.reports.junit import QUARANTINED_PREFIX, TESTCASE_PROPERTY
 
 _CHUNK = 1 << 16
@@ -190,10 +191,9 @@ def _check_root(tag: str, path: Path) -> str:
 
 def _located(value: str) -> tuple[str, str, Optional[int]]:
     """A ``flakewarden.testcase`` property: node id, file and line (empty when unreadable)."""
-    import json
 
     try:
-        data = json.loads(value)
+        data = parse_json(value, "flakewarden.testcase")
     except ValueError:
         return "", "", None
     if not isinstance(data, dict):

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from flakewarden.errors import ReportError, ReportMissing
 from flakewarden.model import RunReport, timings
+from flakewarden.outside_json import parse_json, read_text
 from flakewarden.reports.junit import write_junit
 from flakewarden.reports.rendered import RenderedTests, encode
 from flakewarden.reports.report_dir import SENTINEL, claim_directory, record_written
@@ -120,32 +121,30 @@ def read_report(location: Path) -> RunReport:
     """Read ``report.json`` (or the report dir holding it) back into a ``RunReport``.
 
     ``ReportMissing`` when there is none, ``ReportError`` naming the file when it
-    is unreadable or not a flakewarden report; never anything else.
+    is unreadable or not a flakewarden report, a link out of its directory, not a regular
+    file (a FIFO is refused, never waited on) or past the limits of ``outside_json``;
+    never anything else.
     """
-    path = location / REPORT_JSON if location.is_dir() else location
+    is_dir = location.is_dir()
+    path = location / REPORT_JSON if is_dir else location
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, location if is_dir else path.parent)
     except FileNotFoundError:
         raise ReportMissing(
             f"{path} not found: run flakewarden run first, or point --report-dir at its report"
         ) from None
-    except (OSError, ValueError) as exc:
-        raise ReportError(f"cannot read {path}: {exc}") from None
     return parse_report(text, str(path))
 
 
-def parse_report(text: str, where: str) -> RunReport:
+def parse_report(text: str | bytes | bytearray, where: str) -> RunReport:
     """A ``report.json``'s text (read from a file or an artifact zip) as a ``RunReport``.
 
     ``ReportError`` naming ``where`` when it is not a valid flakewarden report.
     """
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ReportError(f"cannot read {where}: {exc}") from None
+    data = parse_json(text, where)
     if not isinstance(data, dict):
         raise ReportError(f"{where} is not a flakewarden report (not a JSON object)")
     try:
         return RunReport.from_json(data)
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as exc:
         raise ReportError(f"{where} is not a valid flakewarden report: {exc}") from None

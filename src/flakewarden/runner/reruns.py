@@ -83,12 +83,16 @@ Say = Callable[[str], None]
 
 
 def now_iso(seconds: Optional[float] = None) -> str:
-    """UTC, to the second: now, or ``seconds`` since the epoch (``time.time()``)."""
+    """UTC, to the millisecond: now, or ``seconds`` since the epoch (``time.time()``).
+
+    The start time is part of a run's history key (``model.history.run_key``): two runs of one
+    job, or of one command on a laptop, within the same second must not share a key.
+    """
     import datetime  # not before the tests start: a run reads the clock, formats it after
 
     when = time.time() if seconds is None else seconds
     return datetime.datetime.fromtimestamp(when, datetime.timezone.utc).isoformat(
-        timespec="seconds"
+        timespec="milliseconds"
     )
 
 

@@ -10,7 +10,6 @@ run's full traceback and a command that reproduces each arm. Rendering is in
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any, Optional
 
@@ -24,6 +23,7 @@ from flakewarden.model.verdicts import (
     SEED_DEPENDENT,
     VERDICTS,
 )
+from flakewarden.outside_json import read_json
 from flakewarden.stress.arm import Arm, Sample
 from flakewarden.stress.knobs import DESCRIPTIONS
 
@@ -226,10 +226,17 @@ class Verdict:
 
 
 def read_verdict(directory: Path) -> Verdict:
-    path = directory / "verdict.json" if directory.is_dir() else directory
+    """A shard's ``verdict.json``, read confined to its directory and parsed totally
+    (``outside_json``); ``ReportError`` naming the file for anything it cannot use."""
+    is_dir = directory.is_dir()
+    path = directory / "verdict.json" if is_dir else directory
     try:
-        return Verdict.from_json(json.loads(path.read_text(encoding="utf-8")))
+        data = read_json(path, directory if is_dir else path.parent)
     except FileNotFoundError as exc:
         raise ReportError(f"no verdict.json in {directory}") from exc
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ReportError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ReportError(f"cannot read {path}: not a JSON object")
+    try:
+        return Verdict.from_json(data)
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:
+        raise ReportError(f"cannot read {path}: {exc}") from None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from flakewarden.errors import ReportError
-from flakewarden.reports.markdown import code, escape, table_cell, table_code
+from flakewarden.reports.markdown import code, code_block, escape, table_cell, table_code
 from flakewarden.stress.draws import KINDS
 from flakewarden.stress.verdict import KNOB_DESCRIPTIONS, Arm, Failure, Verdict
 
@@ -52,6 +52,18 @@ def text_chart(arms: list[Arm], width: int = 30) -> str:
     return "\n".join(lines)
 
 
+def _number(value: object, default: float) -> float:
+    """A figure read back from a shard's ``verdict.json``: ``default`` when it is not one."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return default
+
+
+def _cell(value: object) -> str:
+    """Any value of a shard's ``verdict.json`` as an escaped table cell."""
+    return table_cell(str(value))
+
+
 def _arm_label(arm: Arm) -> str:
     name = arm.knob if arm.phase == "timing" else f"{arm.phase}:{arm.knob}"
     return f"{name}@{arm.shard}" if arm.shard else name
@@ -66,7 +78,7 @@ def _power_lines(verdict: Verdict) -> list[str]:
     met = "every knob is" if power.get("met") else "**not every knob is**"
     out = [
         "## What the runs rule out\n",
-        f"Margin: {power.get('margin', '')}; {met} bounded within it.\n",
+        f"Margin: {escape(str(power.get('margin', '')))}; {met} bounded within it.\n",
         "| knob | state | runs | failures | evidence of a race (e) | needed | rate below "
         "| increase bound | margin |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -80,15 +92,20 @@ def _power_lines(verdict: Verdict) -> list[str]:
             runs = f"{runs} at its last level ({every} over all levels)"
             failures = f"{failures} ({row.get('failures_all_levels', '')} over all levels)"
         out.append(
-            f"| {knob} | {row.get('state', '')} | {runs} "
-            f"| {failures} "
-            f"| {float(row.get('e_value', 0.0)):.3g} | {float(row.get('race_threshold', 0.0)):g} "
-            f"| {_percent(float(row.get('upper', 1.0)))} "
-            f"| {_percent(float(row.get('increase_bound', 1.0)))} "
-            f"| {_percent(float(row.get('margin', 0.0)))} |"
+            f"| {_cell(knob)} | {_cell(row.get('state', ''))} | {_cell(runs)} "
+            f"| {_cell(failures)} "
+            f"| {_number(row.get('e_value'), 0.0):.3g} "
+            f"| {_number(row.get('race_threshold'), 0.0):g} "
+            f"| {_percent(_number(row.get('upper'), 1.0))} "
+            f"| {_percent(_number(row.get('increase_bound'), 1.0))} "
+            f"| {_percent(_number(row.get('margin'), 0.0))} |"
         )
     out.append("")
-    out.extend(f"- {row.get('statement', '')}" for row in knobs.values() if isinstance(row, dict))
+    out.extend(
+        f"- {escape(str(row.get('statement', '')))}"
+        for row in knobs.values()
+        if isinstance(row, dict)
+    )
     skipped = power.get("not_applicable")
     if isinstance(skipped, dict):
         # from shards' verdict.json after a merge: text from an artifact, escaped
@@ -108,21 +125,32 @@ def _load_lines(verdict: Verdict) -> list[str]:
     for knob, summary in verdict.load.items():
         if not isinstance(summary, dict):
             continue
-        for row in summary.get("levels") or []:
+        levels = summary.get("levels")
+        for row in levels if isinstance(levels, list) else []:
+            if not isinstance(row, dict):
+                continue
             slowdown = row.get("slowdown")
-            shown = "" if slowdown is None else f"{float(slowdown):.2f}x"
-            out.append(f"| {knob} | {row.get('level', '')} | {row.get('runs', '')} | {shown} |")
-        target = summary.get("target")
+            shown = "" if slowdown is None else f"{_number(slowdown, 0.0):.2f}x"
+            out.append(
+                f"| {_cell(knob)} | {_cell(row.get('level', ''))} | {_cell(row.get('runs', ''))} "
+                f"| {shown} |"
+            )
+        name, target = escape(str(knob)), escape(str(summary.get("target")))
         final = summary.get("slowdown")
         if not summary.get("reached"):
             plain.append(
-                f"- **{knob} did not reach the {target}x target**: the test ran "
-                + ("with no measured slowdown" if final is None else f"{float(final):.2f}x slower")
-                + f" at the last level ({summary.get('final_level', '')}). This machine could not "
-                "slow it that much, or the test's time is spent waiting rather than computing."
+                f"- **{name} did not reach the {target}x target**: the test ran "
+                + (
+                    "with no measured slowdown"
+                    if final is None
+                    else f"{_number(final, 0.0):.2f}x slower"
+                )
+                + f" at the last level ({escape(str(summary.get('final_level', '')))}). This "
+                "machine could not slow it that much, or the test's time is spent waiting "
+                "rather than computing."
             )
         else:
-            plain.append(f"- {knob} reached {final}x (target {target}x).")
+            plain.append(f"- {name} reached {escape(str(final))}x (target {target}x).")
     out.append("")
     out.extend(plain)
     out.append("")
@@ -133,26 +161,27 @@ def _head_lines(verdict: Verdict) -> list[str]:
     """The verdict, whether it allows quarantine, why, and what it names."""
     allowed = "yes" if verdict.quarantine_allowed else "**no**"
     out = [
-        f"# Stress verdict: `{verdict.verdict}`\n",
-        f"Test: `{verdict.test_id}`\n",
+        f"# Stress verdict: {code(verdict.verdict)}\n",
+        f"Test: {code(verdict.test_id)}\n",
         f"Quarantine allowed: {allowed}\n",
-        f"**Why:** {verdict.reason}\n",
-        f"**Rule that decided:** {verdict.rule}\n",
+        f"**Why:** {escape(verdict.reason)}\n",
+        f"**Rule that decided:** {escape(verdict.rule)}\n",
     ]
     if verdict.knob:
-        out.append(f"**Knob:** `{verdict.knob}` — {KNOB_DESCRIPTIONS.get(verdict.knob, '')}\n")
+        description = KNOB_DESCRIPTIONS.get(verdict.knob, "")
+        out.append(f"**Knob:** {code(verdict.knob)} — {description}\n")
     if verdict.polluter and verdict.order.get("kind") == "import":
         out.append(
-            f"**Polluter:** `{verdict.polluter}`, by being imported: collecting it fails "
+            f"**Polluter:** {code(verdict.polluter)}, by being imported: collecting it fails "
             "the test, with none of its tests run\n"
         )
     elif verdict.polluter:
-        out.append(f"**Polluter:** `{verdict.polluter}`\n")
+        out.append(f"**Polluter:** {code(verdict.polluter)}\n")
     if verdict.state_setter:
-        setters = " + ".join(f"`{t}`" for t in verdict.state_setter)
+        setters = " + ".join(code(t) for t in verdict.state_setter)
         out.append(f"**State-setter** (it fails without it: brittle): {setters}\n")
     if verdict.seed is not None:
-        out.append(f"**Seed:** `--randomly-seed={verdict.seed}`\n")
+        out.append(f"**Seed:** {code(f'--randomly-seed={verdict.seed}')}\n")
     decides, replay = KINDS.get(str(verdict.seeds.get("kind"))), verdict.seeds.get("replay")
     if decides and isinstance(replay, str):
         out.append(f"**Seed:** {decides}; replay: {code(replay)}\n")
@@ -160,7 +189,7 @@ def _head_lines(verdict: Verdict) -> list[str]:
     if entry:
         out.append("## Known race pattern to record\n")
         out.append("Add this entry to the known-race-patterns list:\n")
-        out.append(f"```yaml\n{entry}```\n")
+        out.append(f"{code_block(entry, 'yaml')}\n")
     return out
 
 
@@ -168,7 +197,7 @@ def _evidence_lines(arms: list[Arm]) -> list[str]:
     """The chart and one table row per arm: the counts every decision was made on."""
     out = [
         "## Failure rate by arm\n",
-        f"```text\n{text_chart(arms)}\n```\n",
+        f"{code_block(text_chart(arms))}\n",
         "## Evidence\n",
         "| phase | knob | runs | failures | rate | 95% interval | upper bound (95%, one-sided) "
         "| p | p (adjusted) | processes × repeat "
@@ -179,7 +208,8 @@ def _evidence_lines(arms: list[Arm]) -> list[str]:
         low, high = arm.interval
         knob = f"{arm.knob}@{arm.shard}" if arm.shard else arm.knob
         out.append(
-            f"| {arm.phase} | {knob} | {arm.runs} | {arm.failures} | {_percent(arm.rate)} "
+            f"| {table_cell(arm.phase)} | {table_cell(knob)} | {arm.runs} | {arm.failures} "
+            f"| {_percent(arm.rate)} "
             f"| {_percent(low)} – {_percent(high)} | {_percent(arm.upper)} "
             f"| {_p(arm.p_value)} | {_p(arm.p_adjusted)} | {arm.processes} × {arm.repeat} "
             f"| {arm.first_failures}/{arm.first_runs} | {arm.repeat_failures}/{arm.repeat_runs} |"
@@ -193,7 +223,10 @@ def _detail_lines(verdict: Verdict) -> list[str]:
     out: list[str] = []
     if verdict.statistics:
         out.append("## Statistics\n")
-        out.extend(f"- {key}: {value}" for key, value in verdict.statistics.items())
+        out.extend(
+            f"- {escape(str(key))}: {escape(str(value))}"
+            for key, value in verdict.statistics.items()
+        )
         out.append("")
     if verdict.non_idempotent:
         out.append("## Non-idempotent: it leaks state into itself\n")
@@ -201,16 +234,16 @@ def _detail_lines(verdict: Verdict) -> list[str]:
             "It passes its first run in a fresh process and fails when repeated in the same "
             "process, so no later phase repeated it in-process.\n"
         )
-        out.append(f"```json\n{json.dumps(verdict.non_idempotent, indent=2)}\n```\n")
+        out.append(f"{code_block(json.dumps(verdict.non_idempotent, indent=2), 'json')}\n")
     if verdict.order:
         out.append("## Order phase\n")
-        out.append(f"```json\n{json.dumps(verdict.order, indent=2)}\n```\n")
+        out.append(f"{code_block(json.dumps(verdict.order, indent=2), 'json')}\n")
     if verdict.seeds:
         out.append("## Seed phase\n")
-        out.append(f"```json\n{json.dumps(verdict.seeds, indent=2)}\n```\n")
+        out.append(f"{code_block(json.dumps(verdict.seeds, indent=2), 'json')}\n")
     if verdict.notes:
         out.append("## Notes\n")
-        out.extend(f"- {note}" for note in verdict.notes)
+        out.extend(f"- {escape(note)}" for note in verdict.notes)
         out.append("")
     return out
 
@@ -221,12 +254,13 @@ def _failure_lines(failure: Optional[Failure]) -> list[str]:
         out.append("No run failed.\n")
         return out
     out.append(
-        f"Phase `{failure.phase}`, knob `{failure.knob}`, process {failure.process}, "
-        f"iteration {failure.iteration}: {failure.message}\n"
+        f"Phase {code(failure.phase)}, knob {code(failure.knob)}, "
+        f"process {escape(str(failure.process))}, iteration {escape(str(failure.iteration))}: "
+        f"{escape(failure.message)}\n"
     )
     if failure.log:
-        out.append(f"Output of that process: `{failure.log}`\n")
-    out.append(f"```text\n{failure.traceback}\n```\n")
+        out.append(f"Output of that process: {code(failure.log)}\n")
+    out.append(f"{code_block(failure.traceback)}\n")
     return out
 
 
@@ -241,25 +275,29 @@ def _reproduce_lines(arms: list[Arm]) -> list[str]:
     for arm in arms:
         if arm.command and arm.command not in seen:
             seen.add(arm.command)
-            out.append(f"- {arm.phase} / {arm.knob}:\n\n  ```sh\n  {arm.command}\n  ```\n")
+            block = code_block(arm.command, "sh").replace("\n", "\n  ")
+            out.append(f"- {escape(arm.phase)} / {escape(arm.knob)}:\n\n  {block}\n")
     return out
 
 
 def _environment_lines(verdict: Verdict) -> list[str]:
     out = ["## Environment\n"]
-    out.extend(f"- {key}: {value}" for key, value in verdict.environment.items())
-    out.append(f"- started: {verdict.started_at}")
-    out.append(f"- finished: {verdict.finished_at}")
+    out.extend(
+        f"- {escape(str(key))}: {escape(str(value))}" for key, value in verdict.environment.items()
+    )
+    out.append(f"- started: {escape(verdict.started_at)}")
+    out.append(f"- finished: {escape(verdict.finished_at)}")
     out.append(f"- duration: {verdict.duration:.1f} s")
-    out.append(f"- flakewarden: {verdict.version}")
+    out.append(f"- flakewarden: {escape(verdict.version)}")
     if verdict.launcher:
         mechanism = verdict.launcher.get("mechanism", "")
         note = verdict.launcher.get("note", "")
-        out.append(f"- fresh processes: {mechanism}" + (f" ({note})" if note else ""))
+        shown = escape(str(mechanism)) + (f" ({escape(str(note))})" if note else "")
+        out.append(f"- fresh processes: {shown}")
     if verdict.command:
-        out.append(f"- test command: `{shlex.join(verdict.command)}`")
+        out.append(f"- test command: {code(shlex.join(verdict.command))}")
     if verdict.shards:
-        out.append(f"- merged shards: {', '.join(verdict.shards)}")
+        out.append(f"- merged shards: {', '.join(escape(s) for s in verdict.shards)}")
     out.append("")
     return out
 

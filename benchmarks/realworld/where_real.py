@@ -82,6 +82,20 @@ CASES = [
         suite="tests/test_class_import.py",
         requirements=("python-dateutil==2.9.0.post0",),
     ),
+    RealCase(
+        "yamicache-noclass-main",
+        "yamicache",
+        "0.6.0",
+        "tests/test_noclass.py::test_main",
+        "non-idempotent",
+        # the fix inserts c.clear() after line 31; line 28 is the cached call that fills c
+        (("tests/test_noclass.py", 31), ("tests/test_noclass.py", 28)),
+        "myapp",
+        "https://github.com/mtik00/yamicache/commit/79d5ab4cda421730e89173e2b468a1e0c1c821fa",
+        "asserts the module-level cache is empty, then fills it and leaves the entry: a second "
+        "run in the process finds one entry",
+        suite="tests/test_noclass.py",
+    ),
 ]
 
 

@@ -131,6 +131,13 @@ def test_pure_non_idempotent_test_gets_its_own_verdict(tmp_path: Path) -> None:
     assert data["first_failure"]["knob"] == "in-process"
     assert data["first_failure"]["iteration"] == 1
     _check_arms_split_first_runs_from_repeats(data)
+    # What its first run leaves behind for its repeats, the line that did it (the first
+    # suspect) and the line of the test that reads it.
+    [left] = [x for x in data["where"]["state"] if (x["kind"], x["name"]) == ("module", "heavy")]
+    assert left["written_at"] == ["test_lazy.py", 7] and left["read_at"] == ["test_lazy.py", 6]
+    first = data["where"]["suspects"][0]
+    assert (first["file"], first["line"]) == ("test_lazy.py", 7)
+    assert "its first run leaves behind the module heavy was imported" in data["reason"]
     # Its fresh processes were forked, and spawning every one gives the same verdict.
     assert data["launcher"]["mechanism"] == "fork server", data["launcher"]
     spawned = subprocess.run(

@@ -131,6 +131,18 @@ def localise(
     runs = len([r for r in polluter_runs if any(x.state is not None for x in r)])
     suspects = []
     for left in found:
+        if left.written_at is None and left.read_at is not None:
+            # no line of the project's writes it (a library's code did): where the test
+            # reads it is the line to open
+            file, line = left.read_at
+            evidence = (
+                f"reads what was left behind ({left.change.describe()}), written by no line "
+                f"of the project's that ran, in every one of {runs} replays"
+            )
+            suspects.append(
+                Suspect(file, line, source(file).text(line), 0.6, evidence, {"state": 0.6})
+            )
+            continue
         if left.written_at is None:
             continue
         file, line = left.written_at

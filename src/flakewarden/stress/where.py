@@ -108,6 +108,8 @@ def _targeted_jobs(ctx: PhaseContext, repeat: int) -> tuple[list[Job], int]:
     knob = finding.knob if finding.verdict == RACE else None
     burn = ctx.options.cores if knob == "cpu-load" else 0
     draw = random.SystemRandom()
+    # A test that leaks into its own repeats: what its first run leaves behind (``polluted``)
+    own = STATE if ctx.facts.non_idempotent and knob is None else {}
     return [
         Job(
             "where",
@@ -115,7 +117,7 @@ def _targeted_jobs(ctx: PhaseContext, repeat: int) -> tuple[list[Job], int]:
             test,
             repeat,
             NO_RANDOMLY,
-            {**LINES, **knob_env(knob or "", draw.randrange(1, 2**31))},
+            {**LINES, **own, **knob_env(knob or "", draw.randrange(1, 2**31))},
         )
         for _ in range(2)
     ], burn
@@ -154,6 +156,11 @@ def where_phase(ctx: PhaseContext) -> PhaseResult:
             for r in results
             if r.job.knob == "order"
         ]
+        polluter_runs += [  # a leak into its own repeats: its first run is the polluter
+            [t for t in r.results.tests if t.id == ctx.test_id and t.iteration == 0]
+            for r in results
+            if "FLAKEWARDEN_STATE" in r.job.env and r.job.knob != "order"
+        ]
         if jobs[0].knob == "seeds":  # replays of one run each: that run alone counts
             results = [r.at_iteration(r.job.repeat - 1) for r in results]
         arm = found.tally(arm, results)
@@ -184,8 +191,13 @@ def where_phase(ctx: PhaseContext) -> PhaseResult:
     if not left:
         return found.result(dataclasses.replace(finding, where=where))
     where["state"] = [x.to_json() for x in left]
-    reason = f"{finding.reason}; it leaves behind {left[0].describe()}"
+    who = "it leaves behind" if finding_is_order(ctx) else "its first run leaves behind"
+    reason = f"{finding.reason}; {who} {left[0].describe()}"
     return found.result(dataclasses.replace(finding, where=where, reason=reason))
+
+
+def finding_is_order(ctx: PhaseContext) -> bool:
+    return ctx.finding is not None and ctx.finding.verdict == ORDER_DEPENDENT
 
 
 def _with_state(
@@ -217,10 +229,11 @@ def _with_state(
 
     left, writers = polluted.localise(polluter_runs, polluter_lines, victim_lines, source)
     if not left:
-        return [], suspects, f"{note}; the polluter's replays changed no shared state taken"
+        return [], suspects, f"{note}; the replays changed no shared state taken"
     taken = {s.location for s in writers}
     merged = [*writers, *(s for s in suspects if s.location not in taken)][:SHOWN]
-    said = f"the polluter leaves behind {len(left)} change(s) in shared state"
+    who = "the polluter" if finding_is_order(ctx) else "its first run in a process"
+    said = f"{who} leaves behind {len(left)} change(s) in shared state"
     return left, merged, f"{said}; {note}"
 
 

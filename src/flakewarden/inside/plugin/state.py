@@ -5,8 +5,9 @@ two share. As PolDet and iFixFlakies do, each run's state is taken right before 
 and again after its teardown, and what differs goes on the teardown's report
 (``STATE_ATTRIBUTE``), from there into the run's ``test`` record as ``state``:
 
-- the globals of the project's modules (those loaded from under the rootdir, not from
-  site-packages, the standard library, pytest or this plugin), by a bounded ``repr``;
+- the globals of the project's modules and of the installed libraries' (not the standard
+  library's, the test runner's or this plugin's), by a bounded ``repr`` (an object whose
+  ``repr`` names only its id, by its attributes);
 - the class attributes of the classes those modules define (methods and properties aside);
 - environment variables; the working directory; the modules imported (``sys.modules``,
   the test runner's own aside);
@@ -14,10 +15,11 @@ and again after its teardown, and what differs goes on the teardown's report
   virtual environments and at most ``MAX_FILES`` entries.
 
 A value is compared by its ``repr`` cut to ``MAX_REPR`` characters: a list appended to, a
-dict updated in place or a setting replaced all show; an object whose ``repr`` names only
-its id shows only when it is replaced. Taking the state costs time in proportion to the
-project's modules and files, so only the stress engine's localisation asks for it, on a
-handful of runs. Standard library only.
+dict updated in place, an attribute of a settings object or a setting replaced all show.
+The state is taken around the first run of each test in a process only (what a test
+leaves behind for its own repeats, or a polluter for the next test): taking it costs time
+in proportion to the modules and files, so only the stress engine's localisation asks
+for it, on a handful of runs. Standard library only.
 """
 
 from __future__ import annotations
@@ -47,24 +49,58 @@ _repr.maxother = MAX_REPR
 _repr.maxlevel = 4
 _KINDS = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type)
 _METHODS = (types.FunctionType, staticmethod, classmethod, property)
+_DEFAULT_REPR: Any = object.__repr__
 
 
 def _text(value: Any) -> str:
     try:
-        text = _repr.repr(value)
+        if getattr(type(value), "__repr__", None) is _DEFAULT_REPR and isinstance(
+            getattr(value, "__dict__", None), dict
+        ):
+            # an object whose repr names only its id: its attributes say what changed in it
+            text = f"<{type(value).__name__} {_repr.repr(vars(value))}>"
+        else:
+            text = _repr.repr(value)
     except Exception:  # a __repr__ that raises still leaves the value comparable by type
         text = f"<{type(value).__name__} whose repr raised>"
     return text if len(text) <= MAX_REPR else text[: MAX_REPR - 3] + "..."
 
 
+class Shared:
+    """Whose globals are taken: the project's modules and the installed libraries' (a
+    library's settings object is shared state too), not the standard library's, the test
+    runner's or this plugin's."""
+
+    def __init__(self, places: Places, plugin_dir: str) -> None:
+        self.places = places
+        self.plugin_dir = os.path.normcase(os.path.realpath(plugin_dir))
+        self.known: dict[str, bool] = {}
+
+    def __call__(self, name: str, filename: str) -> bool:
+        found = self.known.get(filename)
+        if found is None:
+            real = os.path.normcase(os.path.realpath(filename))
+            parts = real.split(os.sep)
+            installed = "site-packages" in parts or "dist-packages" in parts
+            # an installed library (site-packages may sit inside the standard library's
+            # folder, as in an interpreter without a virtualenv)
+            found = self.places(filename) or (
+                installed
+                and not name.startswith(_OWN_MODULES)
+                and not real.startswith(self.plugin_dir)
+            )
+            self.known[filename] = found
+        return found
+
+
 class Snapshot:
     """The shared state one process holds at one moment, as comparable text."""
 
-    def __init__(self, places: Places, rootdir: str) -> None:
+    def __init__(self, shared: Shared, rootdir: str) -> None:
         self.values: dict[tuple[str, str], str] = {}
         for name, module in list(sys.modules.items()):
             filename = getattr(module, "__file__", None)
-            if not isinstance(filename, str) or not places(filename):
+            if not isinstance(filename, str) or not shared(name, filename):
                 continue
             self._module(name, module)
         for key, value in os.environ.items():
@@ -154,22 +190,26 @@ def configure(config: Any, plugin_dir: str) -> None:
     import pytest  # pytest is running us by now
 
     rootdir = str(config.rootpath)
-    places = Places(rootdir, plugin_dir)
+    shared = Shared(Places(rootdir, plugin_dir), plugin_dir)
 
     class State:
         def __init__(self) -> None:
             self.before: Optional[Snapshot] = None
+            self.ran: set[str] = set()
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_runtest_setup(self, item: Any) -> None:
-            self.before = Snapshot(places, rootdir)
+            if item.nodeid in self.ran:
+                return  # its first run in the process is what leaves state to the next
+            self.ran.add(item.nodeid)
+            self.before = Snapshot(shared, rootdir)
 
         @pytest.hookimpl(hookwrapper=True)
         def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
             outcome = yield
             if call.when != "teardown" or self.before is None:
                 return
-            found = changes(self.before, Snapshot(places, rootdir))
+            found = changes(self.before, Snapshot(shared, rootdir))
             self.before = None
             setattr(outcome.get_result(), STATE_ATTRIBUTE, found)
 

@@ -29,6 +29,16 @@ FILES = {
 
         class Order:
             discount = 0
+
+
+        class Config:
+            __slots__ = ("port",)
+
+            def __init__(self):
+                self.port = 9090
+
+
+        CONFIG = Config()
         """,
     "test_polluter.py": """
         import os
@@ -41,6 +51,7 @@ FILES = {
             settings.CURRENCY = "USD"
             settings.SEEN.append("x")
             settings.Order.discount = 5
+            settings.CONFIG.port = 12345
             os.environ["DEPOT_REGION"] = "eu"
             Path(__file__).with_name("cache.txt").write_text("warm")
             os.chdir(tmp_path)
@@ -68,6 +79,9 @@ def test_each_change_a_run_leaves_is_on_its_record(tmp_path: Path) -> None:
     assert changes[("global", "depot.settings.CURRENCY")] == ("'EUR'", "'USD'")
     assert changes[("global", "depot.settings.SEEN")] == ("[]", "['x']")
     assert changes[("class", "depot.settings.Order.discount")] == ("0", "5")
+    # an object whose repr names only its id, by its attributes (slots included)
+    config = changes[("global", "depot.settings.CONFIG")]
+    assert config == ("<Config {'port': 9090}>", "<Config {'port': 12345}>")
     assert changes[("env", "DEPOT_REGION")] == ("<absent>", "'eu'")
     assert changes[("file", "cache.txt")][0] == "<absent>"
     assert changes[("module", "depot.extra")] == ("<absent>", "imported")
@@ -100,7 +114,7 @@ def test_the_names_a_line_writes_are_read_from_its_syntax() -> None:
         """
     )
     lines = written(ast.parse(code))
-    assert lines[2] == {"CURRENCY"}
+    assert lines[2] == {"CURRENCY", "settings"}  # the object it hangs from changes too
     assert "SEEN" in lines[3]
     assert {"environ", "REGION"} <= lines[4]
     assert "TOKEN" in lines[5]

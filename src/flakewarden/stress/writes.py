@@ -60,7 +60,8 @@ def _target_names(node: ast.AST) -> set[str]:
     if isinstance(node, ast.Name):
         return {node.id}
     if isinstance(node, ast.Attribute):
-        return {node.attr}
+        # obj.settings.PORT = ...: PORT is written, and the objects it hangs from change too
+        return {node.attr} | _target_names(node.value)
     if isinstance(node, ast.Subscript):
         names = _target_names(node.value)
         key = node.slice

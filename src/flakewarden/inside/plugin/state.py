@@ -52,13 +52,25 @@ _METHODS = (types.FunctionType, staticmethod, classmethod, property)
 _DEFAULT_REPR: Any = object.__repr__
 
 
+def _attributes(value: Any) -> dict[str, Any]:
+    """An object's attributes: its ``__dict__`` and its slots."""
+    found = dict(vars(value)) if isinstance(getattr(value, "__dict__", None), dict) else {}
+    for cls in type(value).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and hasattr(value, name):
+                found[name] = getattr(value, name)
+    return found
+
+
 def _text(value: Any) -> str:
     try:
-        if getattr(type(value), "__repr__", None) is _DEFAULT_REPR and isinstance(
-            getattr(value, "__dict__", None), dict
-        ):
+        attributes = (
+            _attributes(value) if getattr(type(value), "__repr__", None) is _DEFAULT_REPR else {}
+        )
+        if attributes:
             # an object whose repr names only its id: its attributes say what changed in it
-            text = f"<{type(value).__name__} {_repr.repr(vars(value))}>"
+            text = f"<{type(value).__name__} {_repr.repr(attributes)}>"
         else:
             text = _repr.repr(value)
     except Exception:  # a __repr__ that raises still leaves the value comparable by type

@@ -20,7 +20,7 @@ from typing import Any
 from flakewarden.model.verdicts import RACE
 from flakewarden.stress import cues, stats
 from flakewarden.stress.arm import Arm, Sample
-from flakewarden.stress.cues import Source, read_source
+from flakewarden.stress.cues import Sources
 from flakewarden.stress.interleaving import (
     confirmed,
     counted,
@@ -54,12 +54,7 @@ def await_points_phase(ctx: PhaseContext) -> PhaseResult:
     assert finding is not None
     started = ctx.budget.elapsed()
     runs = counted(ctx.arms)
-    sources: dict[str, Source] = {}
-
-    def source(file: str) -> Source:
-        if file not in sources:
-            sources[file] = read_source(ctx.probe.rootdir, file)
-        return sources[file]
+    source = Sources(ctx.probe.rootdir)
 
     points = _await_points(finding.where, runs, source)
     if len(points) < 2:

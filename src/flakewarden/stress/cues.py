@@ -150,6 +150,19 @@ class Source:
         return min(spans, key=lambda s: s[1] - s[0]) if spans else None
 
 
+class Sources:
+    """The project's files under one rootdir, each read and parsed once, by name."""
+
+    def __init__(self, rootdir: Path) -> None:
+        self.rootdir = rootdir
+        self.read: dict[str, Source] = {}
+
+    def __call__(self, file: str) -> Source:
+        if file not in self.read:
+            self.read[file] = read_source(self.rootdir, file)
+        return self.read[file]
+
+
 def read_source(rootdir: Path, file: str) -> Source:
     """The file under the rootdir, parsed; an empty source when it cannot be read."""
     path = rootdir / file

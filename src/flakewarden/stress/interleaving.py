@@ -24,7 +24,7 @@ from flakewarden.model.suspects import Suspect
 from flakewarden.model.verdicts import RACE
 from flakewarden.stress import cues, stats
 from flakewarden.stress.arm import Arm, Sample
-from flakewarden.stress.cues import Source, read_source
+from flakewarden.stress.cues import Sources
 from flakewarden.stress.knobs import YIELD_PROBABILITY
 from flakewarden.stress.load import LOAD_KNOBS
 from flakewarden.stress.phase import Finding, PhaseContext, PhaseEvidence, PhaseResult
@@ -65,12 +65,7 @@ def _told_apart(ctx: PhaseContext) -> PhaseResult:
     finding = ctx.finding
     assert finding is not None
     runs = counted(ctx.arms)
-    sources: dict[str, Source] = {}
-
-    def source(file: str) -> Source:
-        if file not in sources:
-            sources[file] = read_source(ctx.probe.rootdir, file)
-        return sources[file]
+    source = Sources(ctx.probe.rootdir)
 
     deadline = _deadline(ctx, runs, source)
     if finding.knob in LOAD_KNOBS:

@@ -31,7 +31,7 @@ from flakewarden.model.suspects import THRESHOLD, Suspect
 from flakewarden.model.verdicts import NOT_REPRODUCIBLE, ORDER_DEPENDENT, RACE
 from flakewarden.stress import cues, polluted
 from flakewarden.stress.arm import Arm, Sample
-from flakewarden.stress.cues import Source, read_source
+from flakewarden.stress.cues import Source, Sources
 from flakewarden.stress.draws import replay_job
 from flakewarden.stress.isolation import REPEAT_RUNS
 from flakewarden.stress.knobs import knob_env
@@ -220,12 +220,7 @@ def _with_state(
         if sample.failed and sample.lines:
             for name, ran in sample.lines.items():
                 victim_lines.setdefault(name, {}).update(ran)
-    sources: dict[str, Source] = {}
-
-    def source(file: str) -> Source:
-        if file not in sources:
-            sources[file] = read_source(ctx.probe.rootdir, file)
-        return sources[file]
+    source = Sources(ctx.probe.rootdir)
 
     left, writers = polluted.localise(polluter_runs, polluter_lines, victim_lines, source)
     if not left:
@@ -251,12 +246,7 @@ def localise(
             "nothing to compare"
         )
     rootdir = ctx.probe.rootdir
-    sources: dict[str, Source] = {}
-
-    def source(file: str) -> Source:
-        if file not in sources:
-            sources[file] = read_source(rootdir, file)
-        return sources[file]
+    source = Sources(rootdir)
 
     if not passing:
         return _raised(traceback, failing, source)

@@ -63,33 +63,38 @@ def left_behind(polluter_runs: Sequence[Sequence[TestRecord]]) -> list[StateChan
     return sorted(kept, key=lambda c: (ORDER.get(c.kind, 9), c.kind, c.name))
 
 
-def _key(change: StateChange) -> str:
+def _keys(change: StateChange) -> list[str]:
+    """The names code writes or reads it by, the most precise first: an attribute of an
+    object a module holds (``pkg.mod.config.PORT``) is also reached through the object."""
     if change.kind == "module":
-        return change.name
+        return [change.name]
     if change.kind == "cwd":
-        return CWD
+        return [CWD]
     if change.kind == "file":
-        return FILE
-    return change.short_name
+        return [FILE]
+    parts = change.name.split(".")
+    return parts[-1:] + (parts[-2:-1] if change.kind == "global" and len(parts) > 2 else [])
 
 
 def _lines_writing(
     change: StateChange, lines: Lines, source: Callable[[str], Source]
 ) -> list[tuple[str, int]]:
-    """The executed lines that write it; else those that set an attribute or import a module
-    by a computed name (``writes.BY_NAME``, ``writes.IMPORT``)."""
-    key = _key(change)
-    found: list[tuple[str, int]] = []
+    """The executed lines that write it (by its most precise name first); else those that set
+    an attribute or import a module by a computed name (``writes.BY_NAME``, ``IMPORT``)."""
     computed: list[tuple[str, int]] = []
     fallback = {"global": BY_NAME, "class": BY_NAME, "module": IMPORT}.get(change.kind)
-    for file in sorted(lines):
-        parsed = source(file)
-        for line in sorted(lines[file]):
-            names = parsed.writes.get(line, set())
-            if key in names:
-                found.append((file, line))
-            elif fallback in names:
-                computed.append((file, line))
+    found: list[tuple[str, int]] = []
+    for key in _keys(change):
+        for file in sorted(lines):
+            parsed = source(file)
+            for line in sorted(lines[file]):
+                names = parsed.writes.get(line, set())
+                if key in names:
+                    found.append((file, line))
+                elif fallback in names and (file, line) not in computed:
+                    computed.append((file, line))
+        if found:
+            break
     found = found or computed
     if change.kind == "file":  # a line that names the file, among those that write one
         named = [f for f in found if change.name.rsplit("/", 1)[-1] in source(f[0]).text(f[1])]
@@ -100,13 +105,21 @@ def _lines_writing(
 def _line_reading(
     change: StateChange, lines: Lines, source: Callable[[str], Source]
 ) -> Optional[tuple[str, int]]:
+    """The first line the test ran that names it (as a whole word) without writing it."""
     if change.kind in ("cwd", "file"):
         return None
-    name = change.name if change.kind == "module" else change.short_name
-    for file in sorted(lines):
-        for line in sorted(lines[file]):
-            if name in source(file).text(line) and name not in source(file).writes.get(line, ()):
-                return file, line
+    for key in _keys(change):
+        word = re.compile(
+            rf"(?<![\w.]){re.escape(key)}(?!\w)"
+            if change.kind == "module"
+            else rf"\b{re.escape(key)}\b"
+        )
+        for file in sorted(lines):
+            for line in sorted(lines[file]):
+                if word.search(source(file).text(line)) and key not in source(file).writes.get(
+                    line, ()
+                ):
+                    return file, line
     return None
 
 

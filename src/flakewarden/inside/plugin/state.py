@@ -6,8 +6,9 @@ and again after its teardown, and what differs goes on the teardown's report
 (``STATE_ATTRIBUTE``), from there into the run's ``test`` record as ``state``:
 
 - the globals of the project's modules and of the installed libraries' (not the standard
-  library's, the test runner's or this plugin's), by a bounded ``repr`` (an object whose
-  ``repr`` names only its id, by its attributes);
+  library's, the test runner's or this plugin's), by a bounded ``repr`` (with the length
+  of a container); an object whose ``repr`` names only its id (a settings object, a
+  cache) by each of its attributes, named in full (``pkg.config.PORT``);
 - the class attributes of the classes those modules define (methods and properties aside);
 - environment variables; the working directory; the modules imported (``sys.modules``,
   the test runner's own aside);
@@ -39,6 +40,7 @@ VARIABLE = "FLAKEWARDEN_STATE"
 MAX_REPR = 120
 MAX_FILES = 5_000
 MAX_CHANGES = 40
+MAX_ATTRIBUTES = 200  # of one object a module holds, each compared on its own
 _SKIPPED_DIRS = {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".tox"}
 _SKIPPED_DIRS |= {".nox", "node_modules", ".venv", "venv", "flakewarden-stress", ".eggs"}
 # Modules the test runner imports for itself, not what a test leaves in ``sys.modules``.
@@ -65,17 +67,16 @@ def _attributes(value: Any) -> dict[str, Any]:
 
 def _text(value: Any) -> str:
     try:
-        attributes = (
-            _attributes(value) if getattr(type(value), "__repr__", None) is _DEFAULT_REPR else {}
-        )
-        if attributes:
-            # an object whose repr names only its id: its attributes say what changed in it
-            text = f"<{type(value).__name__} {_repr.repr(attributes)}>"
+        if getattr(type(value), "__repr__", None) is _DEFAULT_REPR:
+            # its repr names only its id: the type, its attributes taken one by one apart
+            text = f"<{type(value).__name__} object>"
         else:
             text = _repr.repr(value)
+            if isinstance(value, (list, dict, set, tuple, frozenset)) and len(value) > 6:
+                text = f"{text} (len {len(value)})"  # a cut repr still shows an item added
     except Exception:  # a __repr__ that raises still leaves the value comparable by type
         text = f"<{type(value).__name__} whose repr raised>"
-    return text if len(text) <= MAX_REPR else text[: MAX_REPR - 3] + "..."
+    return text if len(text) <= MAX_REPR else text[: MAX_REPR - 12] + "..." + text[-9:]
 
 
 class Shared:
@@ -140,6 +141,14 @@ class Snapshot:
             if key.startswith("@"):  # pytest's assertion rewriting helpers
                 continue
             self.values[("global", f"{name}.{key}")] = _text(value)
+            if getattr(type(value), "__repr__", None) is _DEFAULT_REPR:
+                # a settings object, a cache: each attribute on its own, named in full
+                try:
+                    attributes = list(_attributes(value).items())[:MAX_ATTRIBUTES]
+                except Exception:  # a property or slot that raises: compared as a whole
+                    continue
+                for attribute, inner in attributes:
+                    self.values[("global", f"{name}.{key}.{attribute}")] = _text(inner)
 
     def _class(self, qualname: str, cls: type) -> None:
         for key, value in list(vars(cls).items()):

@@ -112,10 +112,12 @@ class Snapshot:
     def __init__(self, shared: Shared, rootdir: str) -> None:
         self.values: dict[tuple[str, str], str] = {}
         for name, module in list(sys.modules.items()):
-            filename = getattr(module, "__file__", None)
-            if not isinstance(filename, str) or not shared(name, filename):
+            try:  # anything may sit in sys.modules: an object whose every attribute raises
+                filename = getattr(module, "__file__", None)
+                if isinstance(filename, str) and shared(name, filename):
+                    self._module(name, module)
+            except Exception:
                 continue
-            self._module(name, module)
         for key, value in os.environ.items():
             if key != "PYTEST_CURRENT_TEST":  # pytest's own, changed by every phase
                 self.values[("env", key)] = _text(value)
@@ -206,6 +208,14 @@ def changes(before: Snapshot, after: Snapshot) -> list[dict[str, str]]:
     return found
 
 
+def _taken(shared: Shared, rootdir: str) -> Optional[Snapshot]:
+    """The state now; None when taking it failed: the test must never fail for it."""
+    try:
+        return Snapshot(shared, rootdir)
+    except Exception:
+        return None
+
+
 def configure(config: Any, plugin_dir: str) -> None:
     """Register the hooks that take the state around each run."""
     import pytest  # pytest is running us by now
@@ -223,14 +233,18 @@ def configure(config: Any, plugin_dir: str) -> None:
             if item.nodeid in self.ran:
                 return  # its first run in the process is what leaves state to the next
             self.ran.add(item.nodeid)
-            self.before = Snapshot(shared, rootdir)
+            self.before = _taken(shared, rootdir)
 
         @pytest.hookimpl(hookwrapper=True)
         def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
             outcome = yield
             if call.when != "teardown" or self.before is None:
                 return
-            found = changes(self.before, Snapshot(shared, rootdir))
+            after = _taken(shared, rootdir)
+            if after is None:
+                self.before = None
+                return
+            found = changes(self.before, after)
             self.before = None
             setattr(outcome.get_result(), STATE_ATTRIBUTE, found)
 

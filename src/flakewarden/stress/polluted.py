@@ -22,7 +22,6 @@ from flakewarden.stress.writes import BY_NAME, IMPORT
 
 SHOWN = 5  # changes named in the verdict
 ORDER = {"global": 0, "class": 1, "env": 2, "cwd": 3, "file": 4, "module": 5}
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 Lines = Mapping[str, Mapping[int, int]]
 
@@ -50,10 +49,11 @@ class Left(NamedTuple):
 
 
 def left_behind(polluter_runs: Sequence[Sequence[TestRecord]]) -> list[StateChange]:
-    """The changes every replay's polluters made (the same name and the same new value)."""
+    """The changes every replay's polluters made (to the same name), as the first made them."""
     per_run = []
     for records in polluter_runs:
-        made = {(c.kind, c.name, c.after): c for record in records for c in (record.state or [])}
+        # the same name changed in every replay; its new value may differ (a time, an id)
+        made = {(c.kind, c.name): c for record in records for c in (record.state or [])}
         if any(record.state is not None for record in records):
             per_run.append(made)
     if not per_run:

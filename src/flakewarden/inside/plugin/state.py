@@ -111,6 +111,8 @@ class Snapshot:
 
     def __init__(self, shared: Shared, rootdir: str) -> None:
         self.values: dict[tuple[str, str], str] = {}
+        self.modules = set(sys.modules)
+        self.origin: dict[tuple[str, str], str] = {}  # a global's or class's module
         for name, module in list(sys.modules.items()):
             try:  # anything may sit in sys.modules: an object whose every attribute raises
                 filename = getattr(module, "__file__", None)
@@ -138,11 +140,12 @@ class Snapshot:
         for key, value in items:
             if key.startswith("__") or isinstance(value, _KINDS):
                 if isinstance(value, type) and getattr(value, "__module__", None) == name:
-                    self._class(f"{name}.{key}", value)
+                    self._class(name, f"{name}.{key}", value)
                 continue
             if key.startswith("@"):  # pytest's assertion rewriting helpers
                 continue
             self.values[("global", f"{name}.{key}")] = _text(value)
+            self.origin[("global", f"{name}.{key}")] = name
             if getattr(type(value), "__repr__", None) is _DEFAULT_REPR:
                 # a settings object, a cache: each attribute on its own, named in full
                 try:
@@ -151,12 +154,14 @@ class Snapshot:
                     continue
                 for attribute, inner in attributes:
                     self.values[("global", f"{name}.{key}.{attribute}")] = _text(inner)
+                    self.origin[("global", f"{name}.{key}.{attribute}")] = name
 
-    def _class(self, qualname: str, cls: type) -> None:
+    def _class(self, module: str, qualname: str, cls: type) -> None:
         for key, value in list(vars(cls).items()):
             if key.startswith("__") or isinstance(value, _METHODS) or callable(value):
                 continue
             self.values[("class", f"{qualname}.{key}")] = _text(value)
+            self.origin[("class", f"{qualname}.{key}")] = module
 
     def _files(self, rootdir: str) -> None:
         seen = 0
@@ -194,6 +199,8 @@ def changes(before: Snapshot, after: Snapshot) -> list[dict[str, str]]:
         old, new = before.values.get(key), after.values.get(key)
         if old == new:
             continue
+        if old is None and key in after.origin and after.origin[key] not in before.modules:
+            continue  # a module imported meanwhile brought it: its "module" entry says so
         kind, name = key
         found.append(
             {

@@ -208,3 +208,35 @@ def test_a_download_that_fails_once_is_ingested_next_time_and_forgotten(
         with HistoryStore.open(db) as store:
             assert store.skipped_artifacts(emu.full_name) == []
             assert [r.context.run_id for r in store.runs()] == [run["id"]]
+
+
+def test_a_report_claiming_a_later_runs_id_does_not_keep_that_run_out(
+    report_dirs: list[Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A pull request's artifact may hold a report that claims any run's identity: whether a
+    # run was looked at is the ingest's own record of the runs it downloaded, never a claim.
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    with GitHubEmulator() as emu:
+        emulator_env(monkeypatch, emu)
+        first = emu.add_workflow_run(created_at=1_700_000_000)
+        second = emu.add_workflow_run(created_at=1_700_000_100)
+        forged = _report(report_dirs[0], second["id"], run_attempt=1, job_name="forged")
+        emu.add_artifact(first["id"], PREFIX, zip_members({"forged/report.json": forged}))
+        emu.add_artifact(
+            second["id"],
+            PREFIX,
+            zip_directory(as_github_run(report_dirs[1], tmp_path / "b", second["id"])),
+        )
+        db = work / "history.db"
+        assert main(["history", "ingest", "--from-github", "--db", str(db)]) == 0
+        out, _ = capsys.readouterr()
+        assert "2 new run(s) looked at" in out
+        with HistoryStore.open(db) as store:
+            jobs = sorted((r.context.run_id, r.context.job_name) for r in store.runs())
+        assert (second["id"], "") in jobs, jobs  # the real run's report, ingested
+        assert len(emu.blob_log) == 2

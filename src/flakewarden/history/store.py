@@ -429,12 +429,17 @@ class HistoryStore:
         return None if value is None else int(value)
 
     def github_run_seen(self, repository: str, workflow: str, run_id: int, attempt: int) -> bool:
-        """True when that run attempt was already looked at (whatever it held)."""
+        """True when the ingest already looked at that run attempt (whatever it held).
+
+        Only the ingest's own record counts, never a stored report's context: a pull
+        request's artifact may claim any run's identity, and must not keep that run out. A
+        run whose reports are already in (ingested from a directory) is downloaded again
+        once, and its reports are known by their run keys.
+        """
         rows = self._read(
             "SELECT 1 FROM github_runs WHERE repository = ? AND workflow = ? AND run_id = ?"
-            " AND run_attempt = ? UNION ALL SELECT 1 FROM runs WHERE repository = ?"
-            " AND run_id = ? AND run_attempt = ? LIMIT 1",
-            [repository, workflow, run_id, attempt, repository, run_id, attempt],
+            " AND run_attempt = ? LIMIT 1",
+            [repository, workflow, run_id, attempt],
         )
         return bool(rows)
 

@@ -32,11 +32,19 @@ class Left(NamedTuple):
     change: StateChange
     written_at: Optional[tuple[str, int]]
     read_at: Optional[tuple[str, int]]
+    # the line writes that very name; False: it sets an attribute or imports a module by a
+    # computed name, so it is only a candidate
+    exact: bool = True
 
     def describe(self) -> str:
         said = self.change.describe()
         if self.written_at is not None:
-            said += f", written at {self.written_at[0]}:{self.written_at[1]}"
+            where = f"{self.written_at[0]}:{self.written_at[1]}"
+            said += (
+                f", written at {where}"
+                if self.exact
+                else f", possibly written at {where} (a name computed at run time)"
+            )
         if self.read_at is not None:
             said += f" (the test reads it at {self.read_at[0]}:{self.read_at[1]})"
         return said
@@ -45,6 +53,7 @@ class Left(NamedTuple):
         data: dict[str, Any] = self.change.to_json()
         data["written_at"] = None if self.written_at is None else list(self.written_at)
         data["read_at"] = None if self.read_at is None else list(self.read_at)
+        data["written_exactly"] = self.exact
         return data
 
 
@@ -78,9 +87,10 @@ def _keys(change: StateChange) -> list[str]:
 
 def _lines_writing(
     change: StateChange, lines: Lines, source: Callable[[str], Source]
-) -> list[tuple[str, int]]:
+) -> tuple[list[tuple[str, int]], bool]:
     """The executed lines that write it (by its most precise name first); else those that set
-    an attribute or import a module by a computed name (``writes.BY_NAME``, ``IMPORT``)."""
+    an attribute or import a module by a computed name (``writes.BY_NAME``, ``IMPORT``);
+    and whether they write it by that name."""
     computed: list[tuple[str, int]] = []
     fallback = {"global": BY_NAME, "class": BY_NAME, "module": IMPORT}.get(change.kind)
     found: list[tuple[str, int]] = []
@@ -95,11 +105,12 @@ def _lines_writing(
                     computed.append((file, line))
         if found:
             break
+    exact = bool(found)
     found = found or computed
     if change.kind == "file":  # a line that names the file, among those that write one
         named = [f for f in found if change.name.rsplit("/", 1)[-1] in source(f[0]).text(f[1])]
         found = named or found
-    return found
+    return found, exact
 
 
 def _line_reading(
@@ -131,14 +142,11 @@ def localise(
 ) -> tuple[list[Left], list[Suspect]]:
     """What the polluter leaves behind (those the test reads first), and the writing lines."""
     changes = left_behind(polluter_runs)
-    found = [
-        Left(
-            change,
-            next(iter(_lines_writing(change, polluter_lines, source)), None),
-            _line_reading(change, victim_lines, source),
-        )
-        for change in changes
-    ]
+    found = []
+    for change in changes:
+        writers, exact = _lines_writing(change, polluter_lines, source)
+        read = _line_reading(change, victim_lines, source)
+        found.append(Left(change, next(iter(writers), None), read, exact))
     found.sort(key=lambda left: (left.read_at is None, left.written_at is None))
     found = found[:SHOWN]
     runs = len([r for r in polluter_runs if any(x.state is not None for x in r)])
@@ -159,13 +167,11 @@ def localise(
         if left.written_at is None:
             continue
         file, line = left.written_at
-        read = "" if left.read_at is None else f"; the test reads it at {left.read_at[0]}:"
-        read += "" if left.read_at is None else f"{left.read_at[1]}"
+        does = "writes" if left.exact else "may write, by a name computed at run time,"
         evidence = (
-            f"writes what the polluter leaves behind ({left.change.describe()}) in every one "
-            f"of {runs} replays{read}"
+            f"{does} what was left behind ({left.change.describe()}) in every one of {runs} replays"
         )
-        score = 1.0 if left.read_at is not None else 0.8
+        score = (1.0 if left.read_at is not None else 0.8) if left.exact else 0.6
         suspects.append(
             Suspect(file, line, source(file).text(line), score, evidence, {"state": score})
         )

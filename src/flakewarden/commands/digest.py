@@ -17,7 +17,7 @@ from flakewarden.commands.github_access import (
     github_client,
     require_repository,
 )
-from flakewarden.commands.history_options import add_history_option, load_scores
+from flakewarden.commands.history_options import add_history_option, open_history, scores_in
 from flakewarden.console import one_line
 from flakewarden.github.api import GitHubClient
 from flakewarden.issues.digest.ranking import build_digest
@@ -48,13 +48,7 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
     repository = require_repository(args.repository)
     history = None
     if getattr(args, "history", None) is not None:
-        from flakewarden.config import load
-        from flakewarden.issues.digest.history import HistoryDigest
-
-        selection, scores = load_scores(
-            args.history, args, load(args.config, Path.cwd()), with_previous=True
-        )
-        history = HistoryDigest(selection.info.describe(), list(scores.values()))
+        history = _from_history(args)
     with github_client(args.token, client=client) as github:
         result = build_digest(github, repository, history=history)
     verb = "created" if result.created else "updated"
@@ -64,3 +58,25 @@ def run(args: argparse.Namespace, client: Optional[GitHubClient] = None) -> int:
         f"({result.entries} open flaky tests{source}) {result.url}\n"
     )
     return int(ExitCode.OK)
+
+
+def _from_history(args: argparse.Namespace) -> Any:
+    """The history's window: every test's score, and each cause's trend against the window
+    before (every run of the branch a cause hit counts, those that fell over too)."""
+    from flakewarden.config import load
+    from flakewarden.history.failures import cause_runs
+    from flakewarden.issues.digest.causes import trends
+    from flakewarden.issues.digest.history import HistoryDigest
+
+    config = load(args.config, Path.cwd())
+    store = open_history(args.history)
+    try:
+        selection, scores = scores_in(store, args, config, with_previous=True)
+        current = [r.run_key for r in (*selection.runs, *selection.excluded)]
+        previous = [r.run_key for r in (*selection.previous, *selection.previous_excluded)]
+        hits = cause_runs(store, current + previous)
+    finally:
+        store.close()
+    return HistoryDigest(
+        selection.info.describe(), list(scores.values()), trends(current, previous, hits)
+    )

@@ -85,19 +85,26 @@ def load_scores(
     path: Path, args: argparse.Namespace, config: Config, *, with_previous: bool = False
 ) -> tuple[Any, dict[str, Any]]:
     """(selection, scores by test id) over the window the options and config ask for."""
+    store = open_history(path)
+    try:
+        return scores_in(store, args, config, with_previous=with_previous)
+    finally:
+        store.close()
+
+
+def scores_in(
+    store: Any, args: argparse.Namespace, config: Config, *, with_previous: bool = False
+) -> tuple[Any, dict[str, Any]]:
+    """``load_scores`` from a store the caller opened (and reads more of)."""
     from flakewarden.history.window import score_window
 
     options, branch, source = window_of(args, config)
-    store = open_history(path)
-    try:
-        return score_window(
-            store,
-            options,
-            branch,
-            source,
-            config.quarantine_policy.min_runs,
-            with_previous=with_previous,
-            environment=config.causes.environment,
-        )
-    finally:
-        store.close()
+    return score_window(
+        store,
+        options,
+        branch,
+        source,
+        config.quarantine_policy.min_runs,
+        with_previous=with_previous,
+        environment=config.causes.environment,
+    )

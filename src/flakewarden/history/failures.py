@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Optional, Protocol
 
 from flakewarden.model import RunReport
+from flakewarden.model.causes import cause_id
 from flakewarden.model.environment import environment_pattern
 from flakewarden.model.signatures import Signature, signature
 
@@ -125,6 +126,30 @@ def signatures(store: Reader, numbers: Iterable[int]) -> dict[int, SignatureRow]
         for number, exception, message, frame, example in rows:
             found[number] = SignatureRow(number, Signature(exception, message, frame), example)
     return found
+
+
+def cause_runs(store: Reader, run_keys: Iterable[str]) -> dict[str, set[str]]:
+    """The runs (by key) each cause hit among ``run_keys``, by cause id (``cause_id``).
+
+    The digest's cause trends compare the runs a cause hit in one window with the window
+    before; the cause id is the one its cause issue is filed under.
+    """
+    found: dict[int, set[str]] = {}
+    chosen = list(dict.fromkeys(run_keys))
+    for start in range(0, len(chosen), 400):
+        chunk = chosen[start : start + 400]
+        rows = store.read(
+            "SELECT DISTINCT runs.run_key, failures.signature FROM failures"
+            " JOIN runs ON runs.id = failures.run"
+            f" WHERE runs.run_key IN ({', '.join('?' * len(chunk))})",
+            chunk,
+        )
+        for run_key, number in rows:
+            found.setdefault(number, set()).add(str(run_key))
+    by_cause: dict[str, set[str]] = {}
+    for number, row in signatures(store, found).items():
+        by_cause.setdefault(cause_id(row.signature), set()).update(found[number])
+    return by_cause
 
 
 def environment_failures(

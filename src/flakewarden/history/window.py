@@ -72,6 +72,8 @@ class Selection:
     excluded: list[HistoryRun]
     pull_requests: list[HistoryRun]
     previous: list[HistoryRun]
+    # The window before's runs that fell over: a cause's trend counts every run it hit.
+    previous_excluded: list[HistoryRun] = dataclasses.field(default_factory=list)
 
 
 def _since(now: dt.datetime, days: Optional[float], factor: int = 1) -> Optional[dt.datetime]:
@@ -129,7 +131,12 @@ def select(
         newest=_started(scored[0]) if scored else "",
     )
     return Selection(
-        info, scored, excluded, pulls, [r for r in previous if not fell_over(r, share)]
+        info,
+        scored,
+        excluded,
+        pulls,
+        [r for r in previous if not fell_over(r, share)],
+        [r for r in previous if fell_over(r, share)],
     )
 
 

@@ -15,6 +15,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional
 
+from flakewarden.issues.digest import causes as digest_causes
 from flakewarden.issues.records import iso
 from flakewarden.model import id_key
 from flakewarden.model.scores import TestScore
@@ -30,6 +31,8 @@ class HistoryDigest:
 
     window: str
     scores: Sequence[TestScore]
+    # Each cause's trend in words by cause id (``causes.trends``): this window against the last.
+    cause_trends: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def ranked(scores: Iterable[TestScore]) -> list[TestScore]:
@@ -90,8 +93,11 @@ def render(
     start: str,
     end: str,
     note: str,
+    causes: Sequence[Any] = (),
+    total_hits: int = 0,
 ) -> str:
-    """The text between the digest markers, from the history (``rows`` ranked at most)."""
+    """The text between the digest markers, from the history (``rows`` ranked at most);
+    ``causes``: the open cause issues' entries, shown with their trend in the window."""
     top = ranked(digest.scores)
     flaky_runs = sum(s.flaky_runs for s in top)
     lines = [
@@ -105,6 +111,7 @@ def render(
         "the trend compares this window with the previous one of the same size.",
         "",
     ]
+    lines += digest_causes.render(causes, total_hits, now, digest.cause_trends)
     fresh = new_this_week(digest.scores, now)
     if fresh:
         lines += [f"### New flaky tests this week ({len(fresh)})", ""]

@@ -296,7 +296,11 @@ def fit(
         if history is None:
             region = render(repository, entries, now, rows, closes)
         else:
-            region = history_render(repository, history, by_id, now, rows, START, END, NOTE)
+            causes = digest_causes.split(entries)[0]
+            total = sum(e.hits for e in entries)
+            region = history_render(
+                repository, history, by_id, now, rows, START, END, NOTE, causes, total
+            )
         new = replace_region(body, region)
         over = len(new) - (BODY_LIMIT - 1)
         if over <= 0:

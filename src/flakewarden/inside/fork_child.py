@@ -439,6 +439,12 @@ def main(argv: list[str]) -> int:
     os.close(null)
     os.dup2(2, 1)  # what an import prints goes to our stderr, never into the replies
     greeting = preload(options.skip, options.conftests, options.rootdir)
+    if greeting["ready"]:
+        import gc
+
+        # What the server made is out of the collector's sight in the children: a collection
+        # there would write to every object and copy each page the server shares with them.
+        gc.freeze()
     _send(replies, greeting)
     if not greeting["ready"]:
         return 0

@@ -178,8 +178,11 @@ class _Process:
         return f"exit code {code}{said}" if code is not None else f"still running{said}"
 
     def close(self) -> None:
-        """Close its stdin: it kills what it still runs and exits."""
+        """Close its stdin: it kills what it still runs and exits. One that runs nothing (a
+        server warmed for runs that never came, still importing) is killed at once."""
         self.closing = True
+        if not self.running:
+            stop_group(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
             assert self.proc.stdin is not None
             self.proc.stdin.close()
@@ -212,9 +215,12 @@ class ForkServer:
         forks_per_server: Optional[int] = None,
         conftests: Sequence[str] = (),  # imported by each server after the plugins
         rootdir: str = "",
+        # Start the next server when the current one is halfway; False: only ``prepare`` does.
+        warm_ahead: bool = True,
     ) -> None:
         self.target = target
         self.conftests, self.rootdir = list(conftests), rootdir
+        self.warm_ahead = warm_ahead
         self.script = script
         self.cwd = cwd
         self.env = stable_env(env)
@@ -406,7 +412,8 @@ class ForkServer:
         limit = self.forks_per_server
         if limit <= 0 or server is not self._current:
             return
-        if server.forks >= max(1, limit // 2) and self._standby is None:
+        ahead = self.warm_ahead and self._standby is None
+        if ahead and server.forks >= max(1, limit // 2):
             self._standby = self._launch()
         if server.forks >= limit:
             self._retired.append(server)

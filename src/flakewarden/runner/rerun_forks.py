@@ -117,6 +117,12 @@ class RerunForks:
                 self._server = self._new_server(conftests_for(config, [test_id]), config)
                 self._server.prepare()
 
+    def warm_next(self) -> None:
+        """A rerun has a failure: warm the server for the next attempt while this one runs."""
+        with self._lock:
+            if self._server is not None and not self.note:
+                self._server.prepare()
+
     def _new_server(self, conftests: list[str], config: Mapping[str, Any]) -> ForkServer:
         """A server for the reruns (imported here: a green run never needs one)."""
         from flakewarden.runner.forkserver import ForkServer, fixed_hash_seed
@@ -132,6 +138,7 @@ class RerunForks:
             forks_per_server=per_server,
             conftests=conftests,
             rootdir=str(config.get("rootdir") or ""),
+            warm_ahead=False,  # the next server is warmed by ``warm_next``
         )
 
     def start(

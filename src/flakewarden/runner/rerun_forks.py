@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Optional
+from typing import IO, TYPE_CHECKING, Any, Callable, Optional
 
 from flakewarden.model import timings
 from flakewarden.runner import leftovers, pytest_args
@@ -43,7 +43,11 @@ from flakewarden.runner.process import (
 )
 
 if TYPE_CHECKING:
+    from flakewarden.model import TestRecord
     from flakewarden.runner.forkserver import Forked, ForkServer
+    from flakewarden.runner.process_results import ProcessResults
+
+    RecordsWatcher = Callable[[ProcessResults, Sequence[TestRecord]], None]
 
 SLICE_SECONDS = 0.05
 TAIL_BYTES = 1 << 16
@@ -116,6 +120,35 @@ class RerunForks:
             if self._server is None and not self.note and config is not None:
                 self._server = self._new_server(conftests_for(config, [test_id]), config)
                 self._server.prepare()
+
+    def watch_first(self, early: Callable[[Sequence[TestRecord]], None]) -> RecordsWatcher:
+        """Attempt 1's records as they are read: given to ``early``; the first failure warms
+        the first server."""
+        warmed: list[bool] = []
+
+        def take(results: ProcessResults, records: Sequence[TestRecord]) -> None:
+            early(records)
+            if not warmed and not self.note:
+                failed = next((r for r in records if r.outcome.is_failure), None)
+                if failed is not None:
+                    warmed.append(True)
+                    self.warm(results.config, failed.id)
+
+        return take
+
+    def watch_rerun(self, last: bool) -> Optional[RecordsWatcher]:
+        """A rerun's records as they are read: its first failure warms the next attempt's
+        server, unless no attempt follows."""
+        if last:
+            return None
+        warmed: list[bool] = []
+
+        def take(results: ProcessResults, records: Sequence[TestRecord]) -> None:
+            if not warmed and any(r.outcome.is_failure for r in records):
+                warmed.append(True)
+                self.warm_next()
+
+        return take
 
     def warm_next(self) -> None:
         """A rerun has a failure: warm the server for the next attempt while this one runs."""

@@ -333,7 +333,7 @@ def _attempt(
         measure,
         on_results,
         while_running=_beside_first_process(options.while_first_runs) if number == 1 else None,
-        early=_watch_first(state, forks) if number == 1 else _watch_rerun(forks, last),
+        early=forks.watch_first(state.early) if number == 1 else forks.watch_rerun(last),
         first_env=_shard_env(options, plugin) if number == 1 else None,
         part_env=None if options.part_env is None else partial(options.part_env, number, measure),
         forks=forks,
@@ -388,35 +388,6 @@ def _attempt(
     else:
         state.judge_session(continued.results, number)
     return continued.results
-
-
-def _watch_first(state: LoopState, forks: RerunForks) -> Callable[[ProcessResults, Any], None]:
-    """Attempt 1's records as they are read: folded early; the first failure warms a server."""
-    warmed: list[bool] = []
-
-    def take(results: ProcessResults, records: Any) -> None:
-        state.early(records)
-        if not warmed and not forks.note:
-            failed = next((r for r in records if r.outcome.is_failure), None)
-            if failed is not None:
-                warmed.append(True)
-                forks.warm(results.config, failed.id)
-
-    return take
-
-
-def _watch_rerun(forks: RerunForks, last: bool) -> Optional[Callable[[ProcessResults, Any], None]]:
-    """A rerun's records as they are read: its first failure warms the next attempt's server."""
-    if last:
-        return None
-    warmed: list[bool] = []
-
-    def take(results: ProcessResults, records: Any) -> None:
-        if not warmed and any(r.outcome.is_failure for r in records):
-            warmed.append(True)
-            forks.warm_next()
-
-    return take
 
 
 def _beside_first_process(

@@ -132,6 +132,10 @@ def test_a_conftest_that_starts_a_thread_gives_new_processes(project: Project) -
     )
     assert _processes(result.report) == [(NEW_PROCESS, ""), (NEW_PROCESS, why), (NEW_PROCESS, why)]
     assert result.stdout.count(f"ran in a new process: {why}") == 1
+    summary = (result.report_dir / "summary.md").read_text()
+    assert (
+        "0 of 2 reruns forked from a warm pytest; a new process: the tested interpreter" in summary
+    )
     first, second, third = _notes(project)
     assert len({first["hash"], second["hash"], third["hash"]}) == 3
 

@@ -11,6 +11,12 @@ from typing import Any, Optional
 
 NEW_PROCESS = "new process"
 FORKED = "forked from a warm pytest"
+# Why a rerun is a new process when the user chose it (``process_note``): not a surprise.
+FORKS_OFF = "forking reruns is turned off (fork_reruns: false, or --no-fork-reruns)"
+FORKS_MEASURED = (
+    "coverage is measured, and a new process measures all a rerun runs "
+    "(a warm pytest imported some of it before the child started)"
+)
 
 
 class _Fields:

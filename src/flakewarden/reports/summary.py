@@ -121,12 +121,14 @@ _BLAME_HEAD = [
 
 
 def _rerun_processes(report: RunReport) -> list[str]:
-    """How the reruns' processes started, when some were not forked for a reason."""
-    from flakewarden.model.attempts import FORKED
+    """How the reruns' processes started, when some were not forked for a reason the user
+    did not choose (forking turned off, coverage measured)."""
+    from flakewarden.model.attempts import FORKED, FORKS_MEASURED, FORKS_OFF
 
     reruns = report.attempts[1:]
     forked = sum(1 for a in reruns if a.process == FORKED)
-    notes = list(dict.fromkeys(a.process_note for a in reruns if a.process_note))
+    chosen = (FORKS_OFF, FORKS_MEASURED)
+    notes = [n for n in dict.fromkeys(a.process_note for a in reruns) if n and n not in chosen]
     if not reruns or not notes:
         return []
     text = f"{forked} of {len(reruns)} reruns forked from a warm pytest; a new process: "

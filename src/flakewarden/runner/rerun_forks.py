@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Optional
 
 from flakewarden.model import timings
+from flakewarden.model.attempts import FORKS_MEASURED, FORKS_OFF
 from flakewarden.runner import leftovers, pytest_args
 from flakewarden.runner.fork_target import target_for
 from flakewarden.runner.process import (
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
 
 SLICE_SECONDS = 0.05
 TAIL_BYTES = 1 << 16
-OFF = "forking reruns is turned off (fork_reruns: false, or --no-fork-reruns)"
 
 
 def conftests_for(config: Mapping[str, Any], test_ids: Sequence[str]) -> list[str]:
@@ -100,14 +100,11 @@ class RerunForks:
         if located is not None:
             self.target = target_for(located.prefix, cwd, os.environ)
         if not enabled:
-            self.note = OFF
+            self.note = FORKS_OFF
         elif not sys.platform.startswith("linux") or not hasattr(os, "fork"):
             self.note = "this platform cannot fork a warm pytest (that needs os.fork on Linux)"
         elif measure:
-            self.note = (
-                "coverage is measured, and a new process measures all a rerun runs "
-                "(a warm pytest imported some of it before the child started)"
-            )
+            self.note = FORKS_MEASURED
         elif self.target is None:
             self.note = (
                 "the command does not start pytest as `<python> -m pytest` or a `pytest` "
@@ -200,7 +197,7 @@ class RerunForks:
 
     def tell(self, note: str) -> bool:
         """Whether the console should say ``note`` (a new process's reason): once, unless off."""
-        if not note or note == OFF or note in self._told:
+        if not note or note == FORKS_OFF or note in self._told:
             return False
         self._told.add(note)
         return True

@@ -338,3 +338,35 @@ def test_an_older_report_reads_as_new_processes() -> None:
     forked = Attempt.from_json({**old, "process": FORKED, "continuations": []})
     assert Attempt.from_json(forked.to_json()) == forked
     assert forked.process == FORKED
+
+
+def test_a_rerun_whose_server_dies_runs_again_in_a_new_process(project: Project) -> None:
+    project.write(
+        "tests/test_kills.py",
+        """
+        import os, signal, time
+        from pathlib import Path
+
+        MARK = Path(__file__).parent / ".runs"
+
+        def test_kills_its_server():
+            n = int(MARK.read_text()) + 1 if MARK.exists() else 1
+            MARK.write_text(str(n))
+            parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes()
+            if b"flakewarden_fork_server" in parent:
+                os.kill(os.getppid(), signal.SIGKILL)
+                time.sleep(30)
+            assert n > 1
+        """,
+    )
+    result = project.run()
+    assert result.returncode == 0, result.stdout + result.stderr
+    [rerun] = result.report["attempts"][1:]
+    assert (rerun["process"], rerun["process_note"]) == (
+        NEW_PROCESS,
+        "the fork server died while the rerun ran: it ran again in a new process",
+    )
+    # What the killed child recorded is dropped: one run of the test per attempt.
+    runs = result.test("tests/test_kills.py::test_kills_its_server")["attempts"]
+    assert [a["outcome"] for a in runs] == ["failed", "passed"]
+    assert (project.root / "tests" / ".runs").read_text() == "3"

@@ -1,6 +1,7 @@
 """Rerunning 5 flaky tests out of 2,000: ``flakewarden run`` vs pytest-rerunfailures.
 
 Run:  python benchmarks/bench_reruns_vs_rerunfailures.py [--tests 2000] [--flaky 5] [--pairs 9]
+      [--compare-src OTHER/src] [--compare-args=--no-fork-reruns]
 
 A suite of trivial passing tests is generated in a temporary directory (pytest-randomly and
 the cache provider are switched off in its ``pytest.ini``); ``--flaky`` of them, in
@@ -23,12 +24,14 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
@@ -119,11 +122,17 @@ def _pid(results: Path) -> int:
 
 
 def run_flakewarden(
-    root: Path, env: dict[str, str], report_dir: Path, flaky: int, src: Optional[str] = None
+    root: Path,
+    env: dict[str, str],
+    report_dir: Path,
+    flaky: int,
+    src: Optional[str] = None,
+    args: Sequence[str] = (),
 ) -> Timing:
-    """One ``flakewarden run``; with ``src``, the flakewarden in that source tree (no split)."""
+    """One ``flakewarden run`` (with ``args``); with ``src``, the flakewarden in that source
+    tree (no split)."""
     reset_counters(root)
-    command = [PYTHON, "-m", "flakewarden", "run", "--report-dir", str(report_dir), "--"]
+    command = [PYTHON, "-m", "flakewarden", "run", *args, "--report-dir", str(report_dir), "--"]
     record = report_dir.parent / "timings.json"
     record.unlink(missing_ok=True)
     env = {**env, "FLAKEWARDEN_TIMINGS": str(record)}
@@ -147,7 +156,7 @@ def run_flakewarden(
     if len(pids) != len(attempts):
         raise SystemExit(f"flakewarden's attempts did not run in fresh processes: pids {pids}")
     durations = [float(a["duration"]) for a in attempts]
-    split = None if src else timings_split.split(timings_split.read(record), started, ended)
+    split = None if src or args else timings_split.split(timings_split.read(record), started, ended)
     return Timing(wall, flakes, durations[0], sum(durations[1:]), split)
 
 
@@ -220,7 +229,7 @@ def print_comparison(
     """This flakewarden against another tree's, timed in the same pairs, the same way."""
     print()
     print(f"against {src}, in the same pairs (own time here: wall - attempt durations):")
-    for name, runs in (("this tree", candidate), ("that tree", other)):
+    for name, runs in (("this tree", candidate), ("compared", other)):
         wall, q1, q3 = timings_split.quartiles([t.wall for t in runs])
         own = statistics.median(t.wall - t.first - t.rerun for t in runs)
         ratio = statistics.median(t.wall / b.wall for b, t in zip(baseline, runs))
@@ -245,6 +254,12 @@ def main() -> int:
         "--compare-src",
         metavar="SRC",
         help="also time, in the same pairs, the flakewarden of another source tree's src/",
+    )
+    parser.add_argument(
+        "--compare-args",
+        metavar="ARGS",
+        help="also time, in the same pairs, this flakewarden with these run options "
+        "(e.g. --compare-args=--no-fork-reruns: reruns in new processes)",
     )
     options = parser.parse_args()
     flaky = min(options.flaky, options.modules, options.tests)
@@ -273,8 +288,11 @@ def main() -> int:
         for pair in range(1, options.pairs + 1):
             baseline.append(run_rerunfailures(root, env, flaky))
             candidate.append(run_flakewarden(root, env, report_dir, flaky))
-            if options.compare_src:
-                other.append(run_flakewarden(root, env, report_dir, flaky, options.compare_src))
+            if options.compare_src or options.compare_args:
+                extra = shlex.split(options.compare_args or "")
+                other.append(
+                    run_flakewarden(root, env, report_dir, flaky, options.compare_src, extra)
+                )
             print(
                 f"  pair {pair}: rerunfailures {baseline[-1].wall:.3f}s "
                 f"({baseline[-1].flakes} rerun)  flakewarden {candidate[-1].wall:.3f}s "
@@ -285,7 +303,8 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     print_table(baseline, candidate)
     if other:
-        print_comparison(baseline, candidate, other, options.compare_src)
+        what = " ".join(x for x in (options.compare_src, options.compare_args) if x)
+        print_comparison(baseline, candidate, other, what)
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 0
 

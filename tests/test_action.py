@@ -522,6 +522,16 @@ def test_fail_on_flaky_turns_the_step_red(runner: Runner) -> None:
     assert len(parse_commands(run.step("run").stdout)) == 2
 
 
+@pytest.mark.parametrize(("given", "process"), [("false", "new process"), ("", "forked")])
+def test_the_fork_reruns_input_reaches_the_run(runner: Runner, given: str, process: str) -> None:
+    make_project(runner.workspace)
+    run = runner.run({"working-directory": "project", "fork-reruns": given})
+    assert run.step("run").returncode == 0, run.step("run").stderr
+    report = runner.workspace / "project" / "flakewarden-report" / "report.json"
+    reruns = json.loads(report.read_text())["attempts"][1:]
+    assert reruns and all(a["process"].startswith(process) for a in reruns)
+
+
 def test_command_is_split_like_a_shell_but_never_run_by_one(runner: Runner) -> None:
     project = make_project(runner.workspace)
     run = runner.run(
@@ -555,6 +565,7 @@ def test_command_is_split_like_a_shell_but_never_run_by_one(runner: Runner) -> N
         ({"command": "   "}, "the command input is empty"),
         ({"command": "python -m 'pytest"}, "unbalanced quotes"),
         ({"coverage": "yes"}, "input --coverage must be true or false"),
+        ({"fork-reruns": "no"}, "input fork-reruns must be true, false or empty"),
         ({"working-directory": "does-not-exist"}, ""),
     ],
 )
@@ -674,6 +685,7 @@ def test_marketplace_metadata_inputs_and_outputs() -> None:
         "coverage",
         "cov-fail-under",
         "fail-on-flaky",
+        "fork-reruns",
         "report-dir",
         "artifact-name",
         "retention-days",

@@ -93,6 +93,7 @@ class Config(NamedTuple):
     cov_fail_under: Optional[float] = None
     report_dir: str = "flakewarden-report"
     attempt_timeout: Optional[float] = None  # seconds a test process may run
+    fork_reruns: bool = True  # reruns forked from a warm pytest where safe
     quarantine_policy: QuarantinePolicy = QuarantinePolicy()
     history: HistoryWindow = HistoryWindow()
     burn_in: BurnIn = BurnIn()
@@ -331,6 +332,7 @@ TOP_KEYS: dict[str, Check] = {
     "issues_deadline": _number(0, 3600, low_open=True),
     "quarantine_read_deadline": _number(0, 3600, low_open=True),
     "attempt_timeout": _optional_seconds,
+    "fork_reruns": _bool,
     "owners": _owners,
     "triage_label": _label,
 }

@@ -21,11 +21,12 @@ from typing import Any, Optional
 import pytest
 from helpers.project import make_project
 
+from flakewarden.runner.fork_target import Target, target_for
+from flakewarden.runner.forkserver import ForkServer
 from flakewarden.runner.process import FORK_SERVER_FILE, plugin_dir, plugin_env
 from flakewarden.runner.pytest_args import PytestCommand
 from flakewarden.stress.engine import StressOptions
-from flakewarden.stress.forkserver import ForkServer, Target
-from flakewarden.stress.launcher import FORK_ENV, Launcher, target_for
+from flakewarden.stress.launcher import FORK_ENV, Launcher
 from flakewarden.stress.pool import ChildSpec, run_all
 from flakewarden.stress.probe import run_probe
 from flakewarden.stress.runs import Job, StressProcesses

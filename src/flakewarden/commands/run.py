@@ -79,6 +79,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "crashed (timed out), the rest run in a fresh process (default: no limit)",
     )
     parser.add_argument(
+        "--fork-reruns",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="fork each rerun from a warm pytest where that is safe; --no-fork-reruns starts "
+        "every rerun as a new process (default: the config's fork_reruns, on)",
+    )
+    parser.add_argument(
         "--coverage",
         action="store_true",
         help="measure coverage by wrapping the command in coverage run",
@@ -178,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
         quarantined=quarantined_set(args, config.quarantine_read_deadline),
         echo=None if args.quiet else sys.stdout.buffer,
         attempt_timeout=_pick(args.attempt_timeout, config.attempt_timeout),
+        fork_reruns=_pick(args.fork_reruns, config.fork_reruns),
         while_first_runs=beside_first_attempt,
         shard=args.shard,
         shard_durations=durations_from(args.shard_durations) if args.shard_durations else None,

@@ -28,7 +28,11 @@ child still running is killed with its group and the server exits.
 Options: ``--module`` (run ``-m pytest``) or ``--script PATH`` (run that console
 script), ``--skip VALUE`` (an entry point, e.g. ``pytest_randomly``, not to import
 in the server: the child imports it), ``--prefix JSON`` (the command's start, for
-``sys.orig_argv``).
+``sys.orig_argv``), ``--conftest PATH`` (a conftest file to import after the plugins, as
+pytest's default ``prepend`` import mode does; the reruns' server is given the ones its
+children's pytest would import) with ``--rootdir PATH``. A conftest whose import fails,
+starts a thread or opens a socket makes the greeting ``{"ready": false, "reason":
+"error" | "threads" | "sockets", "conftest"}``.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ class Options:
         self.script: Optional[str] = None
         self.skip: set[str] = set()
         self.prefix: list[str] = []
+        self.conftests: list[str] = []
+        self.rootdir = ""
         index = 0
         while index < len(argv):
             flag = argv[index]
@@ -62,6 +68,10 @@ class Options:
                 self.skip.add(value)
             elif flag == "--prefix":
                 self.prefix = [str(p) for p in json.loads(value)]
+            elif flag == "--conftest":
+                self.conftests.append(value)
+            elif flag == "--rootdir":
+                self.rootdir = value
             else:
                 raise SystemExit(f"fork server: unknown option {flag}")
             index += 2
@@ -174,8 +184,10 @@ def _packages(dist: Any) -> list[str]:
     )
 
 
-def preload(skip: set[str]) -> dict[str, Any]:
-    """Import pytest and its plugins as pytest does; the greeting says whether forking is safe."""
+def preload(
+    skip: set[str], conftests: Optional[list[str]] = None, rootdir: str = ""
+) -> dict[str, Any]:
+    """Import pytest, its plugins and the given conftests as pytest does; say if forking is safe."""
     if threads() > 1:
         return _threaded("start-up")
     try:
@@ -187,40 +199,106 @@ def preload(skip: set[str]) -> dict[str, Any]:
         return _threaded("pytest")
     loaded: list[str] = []
     autoload = config is not None and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    hook = _rewrite_hook(config) if autoload else None
+    hook = _rewrite_hook(config) if config is not None and (autoload or conftests) else None
     if hook is None:
         return {"ready": True, "pid": os.getpid(), "loaded": loaded}
-    import importlib.metadata
-
     try:
-        for dist in list(importlib.metadata.distributions()):
-            plugin = ""
-            for point in dist.entry_points:
-                if point.group != ENTRY_POINT_GROUP or point.value in skip:
-                    continue
-                try:
-                    point.load()
-                except Exception:  # the child's pytest meets the same error and reports it
-                    continue
-                if threads() > 1:
-                    return _threaded("plugin", point.value)
-                loaded.append(point.value)
-                plugin = point.value
-            # The plugin's own distribution: its hooks import it later, in every child
-            # (hypothesis's terminal summary imports hypothesis: 0.2-0.4 s a run).
-            for name in _packages(dist) if plugin else ():
-                if name in sys.modules:
-                    continue
-                try:
-                    importlib.import_module(name)
-                except Exception:
-                    continue
-                if threads() > 1:
-                    return _threaded("plugin", plugin)
+        refused = _load_plugins(skip, loaded) if autoload else None
+        if refused is None:
+            refused = _load_conftests(conftests or [], rootdir, loaded)
+        if refused is not None:
+            return refused
     finally:
         if hook in sys.meta_path:
             sys.meta_path.remove(hook)  # each child's pytest installs its own
     return {"ready": True, "pid": os.getpid(), "loaded": loaded}
+
+
+def _load_plugins(skip: set[str], loaded: list[str]) -> Optional[dict[str, Any]]:
+    """Import the installed plugins and their distributions' packages; a refusal, or None."""
+    import importlib.metadata
+
+    for dist in list(importlib.metadata.distributions()):
+        plugin = ""
+        for point in dist.entry_points:
+            if point.group != ENTRY_POINT_GROUP or point.value in skip:
+                continue
+            try:
+                point.load()
+            except Exception:  # the child's pytest meets the same error and reports it
+                continue
+            if threads() > 1:
+                return _threaded("plugin", point.value)
+            loaded.append(point.value)
+            plugin = point.value
+        # The plugin's own distribution: its hooks import it later, in every child
+        # (hypothesis's terminal summary imports hypothesis: 0.2-0.4 s a run).
+        for name in _packages(dist) if plugin else ():
+            if name in sys.modules:
+                continue
+            try:
+                importlib.import_module(name)
+            except Exception:
+                continue
+            if threads() > 1:
+                return _threaded("plugin", plugin)
+    return None
+
+
+def _sockets() -> set[str]:
+    """The sockets this process holds open (Linux's ``/proc``; none seen elsewhere)."""
+    found = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(f"/proc/self/fd/{fd}")
+                if target.startswith("socket:"):
+                    found.add(target)
+    return found
+
+
+def _load_conftests(paths: list[str], rootdir: str, loaded: list[str]) -> Optional[dict[str, Any]]:
+    """Import conftest files as pytest's default import mode does, under the rewriting hook.
+
+    The child's pytest finds in ``sys.modules`` what they imported (and a conftest in a
+    package, itself); a conftest outside a package is executed anew by the child's pytest,
+    which drops ``conftest`` from ``sys.modules`` before each import. One whose import
+    fails, starts a thread or opens a socket refuses the fork: nothing of it may be shared.
+    """
+    if not paths:
+        return None
+    try:
+        import inspect
+        from pathlib import Path
+
+        from _pytest.pathlib import ImportMode, import_path, resolve_package_path
+
+        takes = inspect.signature(import_path).parameters
+    except Exception as exc:
+        return {"ready": False, "reason": "error", "error": f"{type(exc).__name__}: {exc}"}
+    options: dict[str, Any] = {"mode": ImportMode.prepend, "root": Path(rootdir)}
+    if "consider_namespace_packages" in takes:
+        options["consider_namespace_packages"] = False
+    sockets = _sockets()
+    path_before = list(sys.path)
+    try:
+        for path in paths:
+            conftest = Path(path)
+            if resolve_package_path(conftest) is None:
+                sys.modules.pop(conftest.stem, None)  # as pytest does before each
+            try:
+                import_path(conftest, **options)
+            except BaseException as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                return {"ready": False, "reason": "error", "error": error, "conftest": path}
+            if threads() > 1:
+                return {**_threaded("conftest"), "conftest": path}
+            if _sockets() - sockets:
+                return {"ready": False, "reason": "sockets", "conftest": path}
+            loaded.append(path)
+    finally:
+        sys.path[:] = path_before  # the child's pytest puts the rootdir there itself
+    return None
 
 
 def _send(fd: int, message: dict[str, Any]) -> None:
@@ -360,7 +438,13 @@ def main(argv: list[str]) -> int:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)  # what an import prints goes to our stderr, never into the replies
-    greeting = preload(options.skip)
+    greeting = preload(options.skip, options.conftests, options.rootdir)
+    if greeting["ready"]:
+        import gc
+
+        # What the server made is out of the collector's sight in the children: a collection
+        # there would write to every object and copy each page the server shares with them.
+        gc.freeze()
     _send(replies, greeting)
     if not greeting["ready"]:
         return 0

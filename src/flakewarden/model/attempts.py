@@ -9,6 +9,15 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+NEW_PROCESS = "new process"
+FORKED = "forked from a warm pytest"
+# Why a rerun is a new process when the user chose it (``process_note``): not a surprise.
+FORKS_OFF = "forking reruns is turned off (fork_reruns: false, or --no-fork-reruns)"
+FORKS_MEASURED = (
+    "coverage is measured, and a new process measures all a rerun runs "
+    "(a warm pytest imported some of it before the child started)"
+)
+
 
 class _Fields:
     """Equal when of the same class with equal attributes; shown as its attributes."""
@@ -35,6 +44,8 @@ class Continuation(_Fields):
         duration: float = 0.0,
         crash: str = "",  # how this process died, when it did too
         directory: str = "",  # attempts/N/continuation-K relative to the report dir
+        process: str = NEW_PROCESS,  # how it was started: see ``Attempt``
+        process_note: str = "",
     ) -> None:
         self.command = command
         self.reason = reason
@@ -43,6 +54,8 @@ class Continuation(_Fields):
         self.duration = duration
         self.crash = crash
         self.directory = directory
+        self.process = process
+        self.process_note = process_note
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +66,8 @@ class Continuation(_Fields):
             "duration": round(self.duration, 6),
             "crash": self.crash,
             "directory": self.directory,
+            "process": self.process,
+            "process_note": self.process_note,
         }
 
     @classmethod
@@ -65,6 +80,8 @@ class Continuation(_Fields):
             duration=float(data.get("duration", 0.0)),
             crash=str(data.get("crash") or ""),
             directory=str(data.get("directory") or ""),
+            process=str(data.get("process") or NEW_PROCESS),
+            process_note=str(data.get("process_note") or ""),
         )
 
 
@@ -91,6 +108,10 @@ class Attempt(_Fields):
         disagreements: Optional[list[str]] = None,
         crash: str = "",  # how its process died before the session finished, when it did
         continuations: Optional[list[Continuation]] = None,
+        # How its process was started: a new process, or forked from a warm pytest
+        # (``FORKED``); ``process_note`` says why a rerun's is a new one.
+        process: str = NEW_PROCESS,
+        process_note: str = "",
     ) -> None:
         self.number = number
         self.command = command
@@ -104,6 +125,8 @@ class Attempt(_Fields):
         self.disagreements: list[str] = [] if disagreements is None else disagreements
         self.crash = crash
         self.continuations: list[Continuation] = [] if continuations is None else continuations
+        self.process = process
+        self.process_note = process_note
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -119,6 +142,8 @@ class Attempt(_Fields):
             "disagreements": self.disagreements,
             "crash": self.crash,
             "continuations": [c.to_json() for c in self.continuations],
+            "process": self.process,
+            "process_note": self.process_note,
         }
 
     @classmethod
@@ -136,6 +161,9 @@ class Attempt(_Fields):
             disagreements=[str(s) for s in data.get("disagreements") or []],
             crash=str(data.get("crash") or ""),
             continuations=[Continuation.from_json(c) for c in data.get("continuations", [])],
+            # Reports from before reruns were forked: every process was a new one.
+            process=str(data.get("process") or NEW_PROCESS),
+            process_note=str(data.get("process_note") or ""),
         )
 
 

@@ -120,6 +120,21 @@ _BLAME_HEAD = [
 ]
 
 
+def _rerun_processes(report: RunReport) -> list[str]:
+    """How the reruns' processes started, when some were not forked for a reason the user
+    did not choose (forking turned off, coverage measured)."""
+    from flakewarden.model.attempts import FORKED, FORKS_MEASURED, FORKS_OFF
+
+    reruns = report.attempts[1:]
+    forked = sum(1 for a in reruns if a.process == FORKED)
+    chosen = (FORKS_OFF, FORKS_MEASURED)
+    notes = [n for n in dict.fromkeys(a.process_note for a in reruns) if n and n not in chosen]
+    if not reruns or not notes:
+        return []
+    text = f"{forked} of {len(reruns)} reruns forked from a warm pytest; a new process: "
+    return [escape_markdown(text + "; ".join(notes[:3]), CELL_LIMIT * 4) + "."]
+
+
 def _notes(report: RunReport) -> list[str]:
     lines: list[str] = []
     runs = len(report.attempts)
@@ -134,6 +149,7 @@ def _notes(report: RunReport) -> list[str]:
             f"{runs} attempt{'s' if runs != 1 else ''}; failed tests rerun up to "
             f"{report.reruns} time{'s' if report.reruns != 1 else ''}, each in a fresh process."
         )
+        lines += _rerun_processes(report)
     if report.merged_from:
         shown = ", ".join(escape_markdown(m) for m in report.merged_from[:20])
         lines.append(f"Merged from {len(report.merged_from)} reports: {shown}.")

@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, NamedTuple, Optional
 
 from flakewarden.model import timings
+from flakewarden.model.attempts import FORKED, NEW_PROCESS
 from flakewarden.runner.process import ChildResult, plugin_env, run_child
 from flakewarden.runner.process_results import ProcessResults, RecordFollower
 from flakewarden.runner.summary_counts import SummaryCounts
 
 if TYPE_CHECKING:
     from flakewarden.model import TestRecord
+    from flakewarden.runner.forkserver import Forked
+    from flakewarden.runner.rerun_forks import RerunForks
 
 
 class Part(NamedTuple):
@@ -30,6 +33,8 @@ class Part(NamedTuple):
     child: ChildResult
     directory: Path
     counts: SummaryCounts  # the records' counts, kept up while they were read (consistency)
+    started: str = NEW_PROCESS  # or ``FORKED`` from a warm pytest (``rerun_forks``)
+    start_note: str = ""  # why a rerun's process is a new one
 
 
 class PartRunner:
@@ -50,16 +55,20 @@ class PartRunner:
         # Called once, beside the first process (run_child's while_running), then dropped.
         while_running: Optional[Callable[[], object]] = None,
         # Given the first process's test records in batches as they are read, then dropped.
-        early: Optional[Callable[[Sequence[TestRecord]], None]] = None,
+        early: Optional[Callable[[ProcessResults, Sequence[TestRecord]], None]] = None,
         # Added to the environment of a process that selects nothing (attempt 1's first).
         first_env: Optional[dict[str, str]] = None,
         # More environment for every process of the attempt, given its directory.
         part_env: Optional[Callable[[Path], dict[str, str]]] = None,
+        # Forks the processes that select tests (reruns, continuations) when it can.
+        forks: Optional[RerunForks] = None,
+        last: bool = False,  # no attempt follows this one
     ) -> None:
         self.plugin, self.cwd, self.echo, self.timeout = plugin, cwd, echo, timeout
         self.measure, self.on_results = measure, on_results
         self.while_running, self.early = while_running, early
         self.first_env, self.part_env = first_env, part_env
+        self.forks, self.last = forks, last
 
     def __call__(self, where: Path, command: list[str], select: Optional[list[str]]) -> Part:
         where.mkdir(parents=True, exist_ok=True)
@@ -79,6 +88,25 @@ class PartRunner:
         if self.part_env is not None:
             extra.update(self.part_env(where))
         env = plugin_env(self.plugin, results_file, select=select_file, extra=extra)
+        forked, note = None, ""
+        if self.forks is not None and select is not None:
+            forked = self.forks.start(command, env, where / "output.log", last=self.last)
+            note = self.forks.reason
+        if forked is not None:
+            from flakewarden.runner.forkserver import ForkServerLost
+
+            try:
+                return self._run(where, command, env, forked)
+            except ForkServerLost:
+                note = "the fork server died while the rerun ran: it ran again in a new process"
+                for path in (results_file, where / "output.log"):
+                    path.unlink(missing_ok=True)
+        return self._run(where, command, env, None)._replace(start_note=note)
+
+    def _run(
+        self, where: Path, command: list[str], env: dict[str, str], forked: Optional[Forked]
+    ) -> Part:
+        results_file = where / "results.jsonl"
         child: Optional[ChildResult] = None
         counts, early = SummaryCounts(), self.early
         self.early = None
@@ -86,29 +114,45 @@ class PartRunner:
         def on_records(results: ProcessResults, records: Sequence[TestRecord]) -> None:
             counts.update(results)
             if early is not None:
-                early(records)
+                early(results, records)
 
         follower = RecordFollower(results_file, on_records)
+        lost = False
         try:
-            child = run_child(
-                command,
-                cwd=self.cwd,
-                env=env,
-                log=where / "output.log",
-                echo=self.echo,
-                timeout=self.timeout,
-                while_running=self.while_running,
-            )
-            self.while_running = None
+            if forked is not None:
+                from flakewarden.runner.forkserver import ForkServerLost
+                from flakewarden.runner.rerun_forks import run_forked
+
+                try:
+                    child = run_forked(
+                        forked, log=where / "output.log", echo=self.echo, timeout=self.timeout
+                    )
+                except ForkServerLost:
+                    lost = True
+                    raise
+            else:
+                child = run_child(
+                    command,
+                    cwd=self.cwd,
+                    env=env,
+                    log=where / "output.log",
+                    echo=self.echo,
+                    timeout=self.timeout,
+                    while_running=self.while_running,
+                )
+                self.while_running = None
         finally:
             with timings.phase("read records", tests=0) as timed:
                 results = follower.stop()
                 timed["tests"] = len(results.tests)
             if child is not None and child.timed_out:
                 _blame_the_timeout(results)
-            self.on_results(results)
-        assert child is not None  # run_child returned
-        return Part(results, child, where, counts)
+            if not lost:  # a lost fork's process runs again: what it recorded is dropped
+                self.on_results(results)
+        assert child is not None  # the child returned
+        if forked is None:
+            return Part(results, child, where, counts)
+        return Part(results, child, where, counts, FORKED)
 
 
 def _blame_the_timeout(results: ProcessResults) -> None:

@@ -315,6 +315,8 @@ class _Continuing:
             self.say(line)
         attempt.continuations[-1].exit_code = part.child.exit_code
         attempt.continuations[-1].duration = part.child.duration
+        attempt.continuations[-1].process = part.started
+        attempt.continuations[-1].process_note = part.start_note
         return part
 
     def _finish(self, selection: list[str], done: Continued) -> None:

@@ -41,11 +41,25 @@ REAP_INTERVAL = 0.1
 _adopting = False
 # The processes flakewarden started itself (``process.spawn``): theirs to wait for.
 _own: set[int] = set()
+# Our own helpers that outlive attempts (``keep``): not an attempt's leftovers.
+_kept: set[int] = set()
 
 
 def own(pid: int) -> None:
     """``pid`` is a child flakewarden waits for itself: never reaped for it."""
     _own.add(pid)
+
+
+def keep(pid: int) -> None:
+    """``pid`` is a helper of ours that outlives attempts (a fork server): never ended as a
+    leftover, never reaped for us; ``release`` once it is gone."""
+    _own.add(pid)
+    _kept.add(pid)
+
+
+def release(pid: int) -> None:
+    _own.discard(pid)
+    _kept.discard(pid)
 
 
 def adopt_orphans() -> bool:
@@ -133,7 +147,7 @@ def end_orphans(exclude: Collection[int] = ()) -> int:
     me = os.getpid()
     ended = 0
     for _ in range(MAX_ROUNDS):
-        found = [pid for pid in children(me) if pid not in exclude]
+        found = [pid for pid in children(me) if pid not in exclude and pid not in _kept]
         if not found:
             break
         for pid in found:

@@ -41,6 +41,7 @@ from flakewarden.runner.process_results import ProcessResults, gc_paused
 if TYPE_CHECKING:
     from flakewarden.model import RerunPolicy, RunReport
     from flakewarden.reports.rendered import RenderedTests
+    from flakewarden.runner.rerun_forks import RerunForks
 
 
 class RunOptions(NamedTuple):
@@ -77,6 +78,7 @@ class RunOptions(NamedTuple):
     # are one of them are rerun past max_failures, up to a limit (``runner/cutoff.py``).
     environment: tuple[str, ...] = ()
     environment_rerun_limit: int = 200
+    fork_reruns: bool = True  # reruns forked from a warm pytest where safe (``rerun_forks``)
 
 
 Say = Callable[[str], None]
@@ -144,14 +146,21 @@ def run_attempts(options: RunOptions, say: Say) -> Ran:
         command = coverage_command(command, options.cwd)
 
     with plugin_dir() as plugin:
+        from flakewarden.runner.rerun_forks import RerunForks
+
+        forks = RerunForks(
+            command, options.cwd, plugin, enabled=options.fork_reruns, measure=measure
+        )
         try:
-            _loop(options, command, plugin, measure, state, say)
+            _loop(options, command, plugin, measure, state, say, forks)
         except Interrupted as exc:
             state.interrupted = True
             state.exit_code = ExitCode.INTERRUPTED
             running = f" while {', '.join(state.running[:5])} ran" if state.running else ""
             state.problems.append(f"interrupted by {exc}{running}: the report shows what ran")
             say(f"interrupted by {exc}; writing the report of what ran")
+        finally:
+            forks.close()
 
     from flakewarden.model import RunReport
     from flakewarden.runner.folding import exit_code, fold, mark_collection_hints
@@ -210,9 +219,11 @@ def _loop(
     measure: bool,
     state: LoopState,
     say: Say,
+    forks: RerunForks,
 ) -> None:
     state.command = command
-    first = _attempt(options, state, plugin, 1, command, "the full command", None, measure, say)
+    run = partial(_attempt, options, state, plugin, forks=forks, measure=measure, say=say)
+    first = run(1, command, "the full command", None)
     if first.config is None:
         state.exit_code = _never_started(first, state, options)
         return
@@ -237,9 +248,7 @@ def _loop(
         noun = "test" if len(failing) == 1 else "tests"
         reason = f"rerun of {len(failing)} failed {noun}"
         rerun_command = _selection_command(state, failing)
-        results = _attempt(
-            options, state, plugin, number, rerun_command, reason, failing, measure, say
-        )
+        results = run(number, rerun_command, reason, failing, last=number == options.reruns + 1)
         if state.exit_code is not None:
             return
         missing = [tid for tid in failing if tid not in results.by_id()]
@@ -285,8 +294,11 @@ def _attempt(
     command: list[str],
     reason: str,
     select: Optional[list[str]],
+    *,
+    forks: RerunForks,
     measure: bool,
     say: Say,
+    last: bool = False,
 ) -> ProcessResults:
     directory = options.report_dir / "attempts" / str(number)
     if select is not None:
@@ -321,11 +333,16 @@ def _attempt(
         measure,
         on_results,
         while_running=_beside_first_process(options.while_first_runs) if number == 1 else None,
-        early=state.early if number == 1 else None,
+        early=forks.watch_first(state.early) if number == 1 else forks.watch_rerun(last),
         first_env=_shard_env(options, plugin) if number == 1 else None,
         part_env=None if options.part_env is None else partial(options.part_env, number, measure),
+        forks=forks,
+        last=last,
     )
     first = run_part(directory, command, select)
+    attempt.process, attempt.process_note = first.started, first.start_note
+    if forks.tell(first.start_note):
+        say(f"attempt {number} ran in a new process: {first.start_note}")
     from flakewarden.runner import consistency
     from flakewarden.runner.crashes import continue_attempt, finished, worker_crashes
 

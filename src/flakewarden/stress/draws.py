@@ -32,9 +32,9 @@ from flakewarden.model.verdicts import (
     NOT_REPRODUCIBLE,
     SEED_DEPENDENT,
 )
+from flakewarden.runner.forkserver import HASH_SEED, draw_hash_seed
 from flakewarden.stress import stats
 from flakewarden.stress.arm import Arm, Sample
-from flakewarden.stress.forkserver import HASH_SEED, draw_hash_seed
 from flakewarden.stress.isolation import always_fails
 from flakewarden.stress.knobs import RANDOM_SEED_VARIABLE
 from flakewarden.stress.phase import (

@@ -30,11 +30,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Protocol
 
+from flakewarden.runner.forkserver import HASH_SEED, ForkServerLost, draw_hash_seed, fixed_hash_seed
 from flakewarden.runner.process import Interrupted, new_group, spawn, stop_group
-from flakewarden.stress.forkserver import HASH_SEED, ForkServerLost, draw_hash_seed, fixed_hash_seed
 
 if TYPE_CHECKING:
-    from flakewarden.stress.forkserver import ForkServer
+    from flakewarden.runner.forkserver import ForkServer
 
 POLL_SECONDS = 0.02
 RESULTS_VARIABLE = "FLAKEWARDEN_RESULTS"  # the plugin's records file, set by ``plugin_env``

@@ -210,6 +210,9 @@ def pytest_configure(config: Any) -> None:
             "pytest": _pytest_version(),
             "xdist": bool(getattr(option, "numprocesses", None)),
             "randomly_seed": getattr(option, "randomly_seed", None),
+            # How conftests are imported: what the reruns' fork server may load beforehand.
+            "imports": [str(getattr(option, n, "")) for n in ("importmode", "assertmode")],
+            "conftests": None if option.noconftest else str(config.known_args_namespace.confcutdir),
             "pid": os.getpid(),
             # When pytest imported us and configured its plugins: the start-up split.
             "loaded": _LOADED,

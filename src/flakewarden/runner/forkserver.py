@@ -34,8 +34,10 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, NamedTuple, Optional
+from typing import IO, Any, Optional
 
+from flakewarden.runner import leftovers
+from flakewarden.runner.fork_target import Target
 from flakewarden.runner.process import new_group, stop_group
 
 FORKS_PER_SERVER = 16
@@ -57,14 +59,6 @@ def fixed_hash_seed(env: Mapping[str, str]) -> Optional[int]:
 
 def draw_hash_seed() -> int:
     return random.SystemRandom().randint(1, MAX_HASH_SEED)
-
-
-class Target(NamedTuple):
-    """How a command starts pytest, when a fork server can stand in for it."""
-
-    python: str  # the interpreter, found as the command would find it
-    script: Optional[str]  # the ``pytest`` console script; None for ``-m pytest``
-    prefix: list[str]  # the command's tokens before pytest's own arguments
 
 
 class ForkServerLost(Exception):
@@ -126,6 +120,7 @@ class _Process:
             stderr=self.errors,
             **new_group(),
         )
+        leftovers.keep(self.proc.pid)  # an attempt that ends meanwhile leaves it be
         assert self.proc.stdout is not None and self.proc.stdin is not None
         self.out = self.proc.stdout.fileno()
         os.set_blocking(self.out, False)
@@ -183,8 +178,11 @@ class _Process:
         return f"exit code {code}{said}" if code is not None else f"still running{said}"
 
     def close(self) -> None:
-        """Close its stdin: it kills what it still runs and exits."""
+        """Close its stdin: it kills what it still runs and exits. One that runs nothing (a
+        server warmed for runs that never came, still importing) is killed at once."""
         self.closing = True
+        if not self.running:
+            stop_group(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
             assert self.proc.stdin is not None
             self.proc.stdin.close()
@@ -193,6 +191,7 @@ class _Process:
         except subprocess.TimeoutExpired:
             stop_group(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+        leftovers.release(self.proc.pid)
         with contextlib.suppress(OSError):
             assert self.proc.stdout is not None
             self.proc.stdout.close()
@@ -214,8 +213,14 @@ class ForkServer:
         env: Mapping[str, str],
         *,
         forks_per_server: Optional[int] = None,
+        conftests: Sequence[str] = (),  # imported by each server after the plugins
+        rootdir: str = "",
+        # Start the next server when the current one is halfway; False: only ``prepare`` does.
+        warm_ahead: bool = True,
     ) -> None:
         self.target = target
+        self.conftests, self.rootdir = list(conftests), rootdir
+        self.warm_ahead = warm_ahead
         self.script = script
         self.cwd = cwd
         self.env = stable_env(env)
@@ -229,6 +234,7 @@ class ForkServer:
         self.forks_per_server = forks_per_server
         self.usable = True
         self.note = ""
+        self.why = ""  # why it became unusable, in a few words
         self.forked = 0
         self.servers = 0
         self.skipped: list[str] = []
@@ -300,6 +306,11 @@ class ForkServer:
         self._rotate(server)
         return Forked(self, server, pid)
 
+    def prepare(self) -> None:
+        """Start the server that forks next now, so that it is ready when the first run comes."""
+        if self.usable and self._current is None and self._standby is None:
+            self._standby = self._launch()
+
     def pump(self) -> None:
         for server in self._alive():
             server.pump()
@@ -355,6 +366,10 @@ class ForkServer:
         for plugin in self.skipped:
             command += ["--skip", plugin]
         command += ["--prefix", json.dumps(target.prefix)]
+        for conftest in self.conftests:
+            command += ["--conftest", conftest]
+        if self.conftests:
+            command += ["--rootdir", self.rootdir]
         env = dict(self.env)
         if self.draws_hash_seed:
             env[HASH_SEED] = str(draw_hash_seed())
@@ -397,7 +412,8 @@ class ForkServer:
         limit = self.forks_per_server
         if limit <= 0 or server is not self._current:
             return
-        if server.forks >= max(1, limit // 2) and self._standby is None:
+        ahead = self.warm_ahead and self._standby is None
+        if ahead and server.forks >= max(1, limit // 2):
             self._standby = self._launch()
         if server.forks >= limit:
             self._retired.append(server)
@@ -407,6 +423,7 @@ class ForkServer:
         """No more forks: the children already forked still report through their servers."""
         if self.usable:
             self.usable = False
+            self.why = why
             self.note = f"{why}: every later process was spawned afresh"
         for server in (self._current, self._standby):
             if server is not None:
@@ -422,6 +439,12 @@ def _refusal(greeting: Mapping[str, Any]) -> str:
             "start-up": "as soon as it started (a sitecustomize or .pth file?)",
             "pytest": "after importing pytest",
             "plugin": f"after importing the plugin {greeting.get('plugin')}",
+            "conftest": f"after importing {greeting.get('conftest')}",
         }.get(after, after)
         return f"the tested interpreter ran {count} threads {where}, and forking it is unsafe"
+    conftest = greeting.get("conftest")
+    if greeting.get("reason") == "sockets":
+        return f"importing {conftest} opened a socket, which forked children would share"
+    if conftest:
+        return f"importing {conftest} in the fork server failed ({greeting.get('error')})"
     return f"the fork server could not start pytest ({greeting.get('error', greeting)})"

@@ -83,7 +83,7 @@ def test_two_runs_within_one_second_have_keys_of_their_own(
     from flakewarden.history.rows import report_context
     from flakewarden.model import run_key
     from flakewarden.reports.report_json import read_report
-    from flakewarden.runner.reruns import now_iso
+    from flakewarden.runner.run_options import now_iso
 
     assert now_iso(1_700_000_000.25) == "2023-11-14T22:13:20.250+00:00"
     assert now_iso(1_700_000_000.75) == "2023-11-14T22:13:20.750+00:00"

@@ -56,7 +56,8 @@ from pathlib import Path
 from flakewarden.reports.report_json import write_reports
 from flakewarden.runner.folding import fold, mark_collection_hints
 from flakewarden.runner.process_results import read_results
-from flakewarden.runner.reruns import RunOptions, run_attempts
+from flakewarden.runner.reruns import run_attempts
+from flakewarden.runner.run_options import RunOptions
 
 root, out = Path(sys.argv[1]), Path(sys.argv[2])
 command = [sys.executable, "-m", "pytest", "--keep-duplicates", "tests", "tests/test_twice.py"]

@@ -48,7 +48,7 @@ def merge(args: argparse.Namespace) -> int:
     from flakewarden.reports.report_json import claim_directory, write_reports
     from flakewarden.runner import coverage_merge, shard_merge
     from flakewarden.runner.folding import exit_code
-    from flakewarden.runner.reruns import REPORT_FILES
+    from flakewarden.runner.run_options import REPORT_FILES
 
     cwd = Path.cwd()
     config = load_config(args.config, cwd)

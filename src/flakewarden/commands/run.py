@@ -24,7 +24,8 @@ from flakewarden.config import load as load_config
 from flakewarden.console import one_line, say
 from flakewarden.errors import UsageError
 from flakewarden.model import ExitCode, Outcome, timings
-from flakewarden.runner.reruns import RunOptions, run_attempts
+from flakewarden.runner.reruns import run_attempts
+from flakewarden.runner.run_options import RunOptions
 
 if TYPE_CHECKING:
     from flakewarden.config import Config

@@ -19,7 +19,7 @@ from flakewarden.model.environment import environment_pattern
 from flakewarden.model.signatures import Signature
 
 if TYPE_CHECKING:
-    from flakewarden.runner.reruns import RunOptions
+    from flakewarden.runner.run_options import RunOptions
 
 
 class CutOff(NamedTuple):

@@ -25,40 +25,26 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import os
-import random
 import select
-import signal
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Optional
+from typing import Any, Optional
 
-from flakewarden.runner import leftovers
+from flakewarden.runner.fork_process import (
+    HASH_SEED,
+    ServerProcess,
+    draw_hash_seed,
+    fixed_hash_seed,
+)
 from flakewarden.runner.fork_target import Target
-from flakewarden.runner.process import new_group, stop_group
 
 FORKS_PER_SERVER = 16
 READY_SECONDS = 60.0  # importing pytest and every plugin, on a loaded machine
 REPLY_SECONDS = 30.0  # a fork's pid, a killed child's exit
-CLOSE_SECONDS = 5.0
 MAX_SKIPPED = 3  # plugins left to the children because importing them started a thread
 SLICE_SECONDS = 0.05
 OURS = "FLAKEWARDEN_"  # our per-run variables: the only ones a run may change under a server
-HASH_SEED = "PYTHONHASHSEED"
-MAX_HASH_SEED = 4294967295  # 0 turns hash randomisation off: drawn from 1 to this
-
-
-def fixed_hash_seed(env: Mapping[str, str]) -> Optional[int]:
-    """The hash seed ``env`` fixes, or None when each interpreter draws its own."""
-    text = env.get(HASH_SEED, "").strip()
-    return int(text) if text.isdigit() else None
-
-
-def draw_hash_seed() -> int:
-    return random.SystemRandom().randint(1, MAX_HASH_SEED)
 
 
 class ForkServerLost(Exception):
@@ -77,7 +63,7 @@ def stable_env(env: Mapping[str, str]) -> dict[str, str]:
 class Forked:
     """A child the server forked; it leads its own process group, like a spawned one."""
 
-    def __init__(self, owner: ForkServer, server: _Process, pid: int) -> None:
+    def __init__(self, owner: ForkServer, server: ServerProcess, pid: int) -> None:
         self.owner = owner
         self.server = server
         self.pid = pid
@@ -103,99 +89,6 @@ class Forked:
             if code is not None or time.monotonic() > deadline:
                 return code
             self.owner.wait(SLICE_SECONDS)
-
-
-class _Process:
-    """One server process and what it said."""
-
-    def __init__(self, command: Sequence[str], env: Mapping[str, str], cwd: Path) -> None:
-        self.hash_seed = fixed_hash_seed(env)
-        self.errors: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
-            list(command),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.errors,
-            **new_group(),
-        )
-        leftovers.keep(self.proc.pid)  # an attempt that ends meanwhile leaves it be
-        assert self.proc.stdout is not None and self.proc.stdin is not None
-        self.out = self.proc.stdout.fileno()
-        os.set_blocking(self.out, False)
-        self.pending = b""
-        self.greeting: Optional[dict[str, Any]] = None
-        self.replies: dict[int, dict[str, Any]] = {}
-        self.exits: dict[int, int] = {}
-        self.running: set[int] = set()
-        self.forks = 0
-        self.gone = False  # its stdout closed: it exited (or is about to)
-        self.closing = False  # we closed its stdin
-
-    def pump(self) -> None:
-        while not self.gone:
-            try:
-                chunk = os.read(self.out, 1 << 16)
-            except BlockingIOError:
-                return
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self.gone = True
-                return
-            self.pending += chunk
-            while b"\n" in self.pending:
-                line, self.pending = self.pending.split(b"\n", 1)
-                self._take(json.loads(line))
-
-    def _take(self, message: dict[str, Any]) -> None:
-        if self.greeting is None:
-            self.greeting = message
-        elif "exit" in message:
-            pid = int(message["pid"])
-            self.exits[pid] = int(message["exit"])
-            self.running.discard(pid)
-        else:
-            self.replies[int(message["id"])] = message
-
-    def send(self, message: dict[str, Any]) -> bool:
-        stdin = self.proc.stdin
-        assert stdin is not None
-        try:
-            stdin.write((json.dumps(message) + "\n").encode("utf-8"))
-            stdin.flush()
-        except OSError:
-            return False
-        return True
-
-    def why(self) -> str:
-        """How it ended, with the last line it wrote to stderr."""
-        code = self.proc.poll()
-        self.errors.seek(0)
-        lines = self.errors.read().decode("utf-8", "replace").strip().splitlines()
-        said = f": {lines[-1].strip()}" if lines else ""
-        return f"exit code {code}{said}" if code is not None else f"still running{said}"
-
-    def close(self) -> None:
-        """Close its stdin: it kills what it still runs and exits. One that runs nothing (a
-        server warmed for runs that never came, still importing) is killed at once."""
-        self.closing = True
-        if not self.running:
-            stop_group(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=CLOSE_SECONDS)
-        except subprocess.TimeoutExpired:
-            stop_group(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        leftovers.release(self.proc.pid)
-        with contextlib.suppress(OSError):
-            assert self.proc.stdout is not None
-            self.proc.stdout.close()
-        self.errors.close()
 
 
 class ForkServer:
@@ -238,9 +131,9 @@ class ForkServer:
         self.forked = 0
         self.servers = 0
         self.skipped: list[str] = []
-        self._current: Optional[_Process] = None
-        self._standby: Optional[_Process] = None
-        self._retired: list[_Process] = []
+        self._current: Optional[ServerProcess] = None
+        self._standby: Optional[ServerProcess] = None
+        self._retired: list[ServerProcess] = []
         self._ids = itertools.count(1)
 
     def __enter__(self) -> ForkServer:
@@ -338,11 +231,11 @@ class ForkServer:
 
     # -- servers ------------------------------------------------------------------
 
-    def _alive(self) -> list[_Process]:
+    def _alive(self) -> list[ServerProcess]:
         found = [s for s in (self._current, self._standby) if s is not None]
         return [*found, *self._retired]
 
-    def _wait_on(self, servers: Sequence[_Process], timeout: float) -> None:
+    def _wait_on(self, servers: Sequence[ServerProcess], timeout: float) -> None:
         fds = [s.out for s in servers if not s.gone]
         if fds:
             with contextlib.suppress(InterruptedError):
@@ -358,7 +251,7 @@ class ForkServer:
             stable.pop(HASH_SEED, None)  # checked against the server's own in ``start``
         return stable
 
-    def _launch(self) -> _Process:
+    def _launch(self) -> ServerProcess:
         self.servers += 1
         target = self.target
         command = [target.python, str(self.script)]
@@ -373,9 +266,9 @@ class ForkServer:
         env = dict(self.env)
         if self.draws_hash_seed:
             env[HASH_SEED] = str(draw_hash_seed())
-        return _Process(command, env, self.cwd)
+        return ServerProcess(command, env, self.cwd)
 
-    def _ready(self, stop: Callable[[], None]) -> Optional[_Process]:
+    def _ready(self, stop: Callable[[], None]) -> Optional[ServerProcess]:
         """The server that forks next, once it has greeted; None when there is none."""
         while self.usable:
             if self._current is None:
@@ -408,7 +301,7 @@ class ForkServer:
             self._fail(_refusal(greeting))
         return None
 
-    def _rotate(self, server: _Process) -> None:
+    def _rotate(self, server: ServerProcess) -> None:
         limit = self.forks_per_server
         if limit <= 0 or server is not self._current:
             return

@@ -155,7 +155,8 @@ class RerunForks:
 
     def _new_server(self, conftests: list[str], config: Mapping[str, Any]) -> ForkServer:
         """A server for the reruns (imported here: a green run never needs one)."""
-        from flakewarden.runner.forkserver import ForkServer, fixed_hash_seed
+        from flakewarden.runner.fork_process import fixed_hash_seed
+        from flakewarden.runner.forkserver import ForkServer
 
         assert self.target is not None
         env = plugin_env(self.plugin, Path(os.devnull))
@@ -209,7 +210,7 @@ class RerunForks:
 
 
 def _why_not(server: ForkServer, env: Mapping[str, str]) -> str:
-    from flakewarden.runner.forkserver import fixed_hash_seed
+    from flakewarden.runner.fork_process import fixed_hash_seed
 
     if not server.usable:
         return server.why

@@ -32,7 +32,7 @@ from flakewarden.model.verdicts import (
     NOT_REPRODUCIBLE,
     SEED_DEPENDENT,
 )
-from flakewarden.runner.forkserver import HASH_SEED, draw_hash_seed
+from flakewarden.runner.fork_process import HASH_SEED, draw_hash_seed
 from flakewarden.stress import stats
 from flakewarden.stress.arm import Arm, Sample
 from flakewarden.stress.isolation import always_fails

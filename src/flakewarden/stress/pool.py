@@ -30,7 +30,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Protocol
 
-from flakewarden.runner.forkserver import HASH_SEED, ForkServerLost, draw_hash_seed, fixed_hash_seed
+from flakewarden.runner.fork_process import HASH_SEED, draw_hash_seed, fixed_hash_seed
+from flakewarden.runner.forkserver import ForkServerLost
 from flakewarden.runner.process import Interrupted, new_group, spawn, stop_group
 
 if TYPE_CHECKING:

@@ -115,7 +115,7 @@ def test_first_flake_creates_an_issue_with_label_marker_and_run_link(
     }
     assert "https://github.com/octo-org/octo-repo/actions/runs/4242" in body
     assert "| 1 | failed | call |" in body and "| 2 | passed |" in body
-    assert "| AssertionError\\: 1 \\!= 2 |" in body  # the first failure line, escaped
+    assert "| AssertionError: 1 != 2 |" in body  # the first failure line
     assert "### Investigation" in body
 
 

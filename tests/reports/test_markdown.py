@@ -18,7 +18,7 @@ def test_escape_neutralises_html_mentions_and_markdown() -> None:
     out = md.escape("<b>hi</b> @team **bold** [x](http://e) | <!-- -->")
     assert "<" not in out and ">" not in out
     assert "@team" not in out and "@\u200bteam" in out
-    assert "\\*\\*bold\\*\\*" in out and "\\[x\\]\\(http\\:" in out
+    assert "\\*\\*bold\\*\\*" in out and "\\[x\\]\\(http:\\//" in out
     assert "\\|" in out
     assert "\n" not in md.escape("two\nlines")
 
@@ -92,6 +92,7 @@ def test_an_escaped_cell_never_opens_a_tag_a_link_a_cell_or_a_line(text: str) ->
     assert "".join(c.content for c in children) == _shown(text)  # every character shown
     # In the raw text: no workflow command, no bare URL for GitHub to link, no mention.
     assert "::" not in cell and "##[" not in cell and "://" not in cell
+    assert "www." not in cell.lower()
     assert "\n" not in cell and "\r" not in cell
     assert re.search(r"[@#][^\u200b]", cell) is None
 
@@ -105,6 +106,9 @@ def test_an_escaped_cell_never_opens_a_tag_a_link_a_cell_or_a_line(text: str) ->
         ("# heading", "#\u200b heading"),
         ("> quote", "&gt; quote"),
         ("2024-05-02 a-b", "2024-05-02 a-b"),  # mid-line, "-" means nothing
+        ("3) third", "3\\) third"),
+        ("::error::x", ":\\:error:\\:x"),  # a workflow command, should the line reach a log
+        ("t.py::test_a", "t.py:\\:test\\_a"),
     ],
 )
 def test_text_at_the_start_of_a_line_opens_no_block(raw: str, shown: str) -> None:

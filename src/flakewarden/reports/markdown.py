@@ -20,11 +20,10 @@ CELL_LIMIT = 500
 _NO_LINK = "\u200b"
 _NO_MENTION = "@" + _NO_LINK
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
-# Characters with a meaning anywhere in a line (emphasis, code, links, images, cells,
-# strikethrough, math, emoji codes); ":" also keeps a workflow command (``::x::``)
-# from forming in the raw text.
-_PUNCTUATION = set("\\`*_[]()|~:$^!")
-# Characters that open a block only at the start of a line (a list, a setext heading).
+# Characters with a meaning anywhere in a line: emphasis, code, links and images (which
+# need "[" and "]"), cells, strikethrough, math.
+_PUNCTUATION = set("\\`*_[]|~$")
+# Characters that open a block at the start of a line: a list, a setext heading.
 _OPENING = set("-+=")
 
 
@@ -33,15 +32,17 @@ def escape(text: str, limit: Optional[int] = None) -> str:
 
     The one escaper of every Markdown writer: safe in a table cell, a list item, a
     heading, link text or at the start of a line, so no caller has to know which
-    context is stricter. Rendered, it shows exactly the characters of ``text``.
+    context is stricter. Rendered, it shows exactly the characters of ``text``; no
+    bare URL in it is linked (``https:\\//``, ``www\\.``) and no ``::`` is left for a
+    workflow command (``:\\:error:\\:``), should the text reach a log.
     """
     if limit is not None and len(text) > limit:
         text = text[: max(0, limit - 1)] + "…"
+    # Control characters show nothing, and some terminals act on them.
+    text = " ".join("".join(c for c in text if c.isspace() or not _is_control(c)).split())
     out: list[str] = []
     leading_digits = False  # an ordered list opens with digits then "." or ")"
-    # Control characters show nothing, and some terminals act on them.
-    text = "".join(c for c in text if c.isspace() or not _is_control(c))
-    for index, char in enumerate(" ".join(text.split())):
+    for index, char in enumerate(text):
         if char in _ENTITIES:
             out.append(_ENTITIES[char])
         elif char in "@#":
@@ -49,7 +50,10 @@ def escape(text: str, limit: Optional[int] = None) -> str:
         elif (
             char in _PUNCTUATION
             or (index == 0 and char in _OPENING)
-            or (char == "." and leading_digits)
+            or (leading_digits and char in ".)")
+            or (char in ":(" and text[index - 1 : index] == {":": ":", "(": "]"}[char])
+            or (char == "/" and text[index - 1 : index + 2] == "://")
+            or (char == "." and text[max(0, index - 3) : index].lower() == "www")
         ):
             out.append("\\" + char)
         else:

@@ -92,6 +92,10 @@ def test_records_out_of_the_limits_are_refused_beside_valid_ones(tmp_path: Path)
     assert "\n" not in results.refused
     [problem] = judge_session(results, 1).problems
     assert problem == f"attempt 1: {results.refused}"
+    # Alone, the deep record is named too.
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text(_config(tmp_path) + "\n" + hostile[3] + "\n", encoding="utf-8")
+    assert "nested deeper than 64 levels" in str(read_results(deep).refused)
 
 
 def test_a_line_past_the_limit_is_dropped_to_its_end_as_it_is_written(

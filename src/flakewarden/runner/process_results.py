@@ -362,11 +362,14 @@ def _decode(lines: Iterable[str], results: ProcessResults, where: str) -> Iterat
 
 
 def _well_formed(line: str) -> bool:
-    """Whether Python's own reader takes ``line``: a refusal of the limits, not a line cut
-    short by a process killed mid-write (which is common and said elsewhere)."""
+    """Whether Python's own reader takes ``line`` (or gives up on its nesting): a refusal of
+    the limits, not a line cut short by a process killed mid-write (common, and said
+    elsewhere)."""
     try:
         json.loads(line)
-    except (ValueError, RecursionError):
+    except RecursionError:
+        return True
+    except ValueError:
         return False
     return True
 

@@ -82,8 +82,9 @@ def parse_json(data: Union[str, bytes, bytearray], where: str) -> Any:
     except ValueError as exc:  # JSONDecodeError, an integer of over 4,300 digits
         raise Refused(f"cannot read {where}: {str(exc)[:200]}") from None
     strings = len(text) > MAX_STRING
+    shallow = _brackets_shallow(text)
     del text
-    if not _shallow(value) or (strings and _first_problem(value) is not None):
+    if not (shallow or _shallow(value)) or (strings and _first_problem(value) is not None):
         raise Refused(f"{where}: {_first_problem(value)}: refused")
     return value
 
@@ -128,6 +129,25 @@ def _loads(text: str, *, bounded: bool) -> Any:
     if bounded:
         return json.loads(text, parse_constant=_constant, parse_float=_finite, parse_int=_int)
     return json.loads(text, parse_constant=_constant, parse_float=_finite)
+
+
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _brackets_shallow(text: str) -> bool:
+    """Whether the brackets of ``text`` nest at most ``MAX_DEPTH`` deep, found in C: the
+    brackets alone, their innermost pairs removed once per level. False when that cannot
+    tell (a bracket inside a string): ``_shallow`` then walks the value."""
+    shape = text.encode("utf-8", "surrogatepass").translate(None, _NOT_BRACKETS)
+    for _ in range(MAX_DEPTH + 1):  # the document is one level more than its brackets
+        if not shape:
+            return True
+        # One level a round: "{[]}" loses "[]" now and "{}" in the next round.
+        inner = shape.replace(b"[]", b"\0").replace(b"{}", b"\0").replace(b"\0", b"")
+        if len(inner) == len(shape):
+            return False
+        shape = inner
+    return False
 
 
 def _shallow(value: Any) -> bool:

@@ -82,8 +82,9 @@ def parse_json(data: Union[str, bytes, bytearray], where: str) -> Any:
     except ValueError as exc:  # JSONDecodeError, an integer of over 4,300 digits
         raise Refused(f"cannot read {where}: {str(exc)[:200]}") from None
     strings = len(text) > MAX_STRING
+    shallow = _brackets_shallow(text)
     del text
-    if not _shallow(value) or (strings and _first_problem(value) is not None):
+    if not (shallow or _shallow(value)) or (strings and _first_problem(value) is not None):
         raise Refused(f"{where}: {_first_problem(value)}: refused")
     return value
 
@@ -108,10 +109,45 @@ def _int(text: str) -> int:
     return value
 
 
+# Every digit as "9" and "E" as "e": text where neither 19 digits in a row (a 64-bit
+# integer has at most 19, and 18 always fit) nor a 3-digit exponent is found holds no
+# number out of range, and is parsed by ``json`` alone, in C. Text with one (a string may
+# hold it too) has every number checked as it is parsed. A regular expression took 20
+# times as long as this scan.
+_DIGITS = str.maketrans("0123456789E", "9999999999e")
+_RISKY = ("9" * 19, "e999", "e+999", "e-999")
+
+
+def _risky(text: str) -> bool:
+    shape = text.translate(_DIGITS)
+    return any(shape.find(risky) >= 0 for risky in _RISKY)
+
+
 def _loads(text: str, *, bounded: bool) -> Any:
+    if bounded and not _risky(text):
+        return json.loads(text, parse_constant=_constant)
     if bounded:
         return json.loads(text, parse_constant=_constant, parse_float=_finite, parse_int=_int)
     return json.loads(text, parse_constant=_constant, parse_float=_finite)
+
+
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _brackets_shallow(text: str) -> bool:
+    """Whether the brackets of ``text`` nest at most ``MAX_DEPTH`` deep, found in C: the
+    brackets alone, their innermost pairs removed once per level. False when that cannot
+    tell (a bracket inside a string): ``_shallow`` then walks the value."""
+    shape = text.encode("utf-8", "surrogatepass").translate(None, _NOT_BRACKETS)
+    for _ in range(MAX_DEPTH + 1):  # the document is one level more than its brackets
+        if not shape:
+            return True
+        # One level a round: "{[]}" loses "[]" now and "{}" in the next round.
+        inner = shape.replace(b"[]", b"\0").replace(b"{}", b"\0").replace(b"\0", b"")
+        if len(inner) == len(shape):
+            return False
+        shape = inner
+    return False
 
 
 def _shallow(value: Any) -> bool:
@@ -165,6 +201,34 @@ def read_confined(path: Path, root: Optional[Path] = None, max_bytes: int = MAX_
     a device, a socket, a directory: refused at once, never waited on), or when it holds
     more than ``max_bytes``; ``FileNotFoundError`` when there is none.
     """
+    handle = open_confined(path, root)
+    try:
+        data = read_bounded(handle, path, max_bytes)
+    finally:
+        os.close(handle)
+    if len(data) > max_bytes:
+        raise Refused(f"{path} is more than {max_bytes:,} bytes: refused")
+    return data
+
+
+def read_bounded(handle: int, path: Path, max_bytes: int) -> bytearray:
+    """What is left to read of the open ``handle`` (``path``), up to ``max_bytes`` and one
+    byte more, which says there was more: read by chunks, so a growing file is bounded."""
+    data = bytearray()
+    try:
+        while len(data) <= max_bytes:
+            chunk = os.read(handle, min(1 << 20, max_bytes + 1 - len(data)))
+            if not chunk:
+                break
+            data += chunk
+    except OSError as exc:
+        raise Refused(f"cannot read {path}: {exc.strerror}") from None
+    return data
+
+
+def open_confined(path: Path, root: Optional[Path] = None) -> int:
+    """A read-only handle on ``path``, a regular file inside ``root`` (see ``read_confined``),
+    for a reader that reads a file as it grows; the caller closes it."""
     base = os.path.realpath(root if root is not None else path.parent)
     real = os.path.realpath(path)
     if os.path.commonpath([base, real]) != base:
@@ -178,21 +242,13 @@ def read_confined(path: Path, root: Optional[Path] = None, max_bytes: int = MAX_
         raise Refused(f"cannot read {path}: {exc.strerror}") from None
     try:
         mode = os.fstat(handle).st_mode
-        if not stat.S_ISREG(mode):
-            raise Refused(f"{path} is not a regular file ({_kind(mode)}): refused")
-        data = bytearray()
-        while len(data) <= max_bytes:  # grown by chunks: a file that grows is still bounded
-            chunk = os.read(handle, min(1 << 20, max_bytes + 1 - len(data)))
-            if not chunk:
-                break
-            data += chunk
-        if len(data) > max_bytes:
-            raise Refused(f"{path} is more than {max_bytes:,} bytes: refused")
-        return data
     except OSError as exc:
-        raise Refused(f"cannot read {path}: {exc.strerror}") from None
-    finally:
         os.close(handle)
+        raise Refused(f"cannot read {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        os.close(handle)
+        raise Refused(f"{path} is not a regular file ({_kind(mode)}): refused")
+    return handle
 
 
 def _kind(mode: int) -> str:
@@ -206,6 +262,23 @@ def _kind(mode: int) -> str:
         if test(mode):
             return name
     return "not a file"
+
+
+def read_tail(path: Path, max_bytes: int) -> str:
+    """The last ``max_bytes`` of ``path`` (a log the tests wrote to) as text, read confined
+    to its directory; "" when it is missing or refused, so a log never stops a run."""
+    try:
+        handle = open_confined(path)
+    except (FileNotFoundError, Refused):
+        return ""
+    try:
+        os.lseek(handle, max(0, os.fstat(handle).st_size - max_bytes), os.SEEK_SET)
+        data = read_bounded(handle, path, max_bytes)
+    except (OSError, Refused):
+        return ""
+    finally:
+        os.close(handle)
+    return bytes(data[:max_bytes]).decode("utf-8", errors="replace")
 
 
 def read_text(path: Path, root: Optional[Path] = None, max_bytes: int = MAX_BYTES) -> str:

@@ -50,8 +50,10 @@ def test_a_version_1_database_opens_and_migrates(report_dirs: list[Path], tmp_pa
         assert store.ingest(read_report(copy), str(copy))
         assert {f.message for f in failures.failures(store)} >= {"AssertionError: broken"}
     raw = sqlite3.connect(str(db))
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 3
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 4
     assert raw.execute("SELECT count(*) FROM github_artifacts").fetchone()[0] == 0
+    # The old run has no claim; nothing was downloaded for it.
+    assert raw.execute("SELECT claimed FROM runs WHERE run_key = 'local:old'").fetchall() == [("",)]
     raw.close()
     # The CLI reads the migrated file as any other.
     done = subprocess.run(

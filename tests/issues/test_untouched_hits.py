@@ -147,7 +147,7 @@ def test_an_issue_counts_and_shows_the_hits_that_ran_none_of_their_change(
     _file(emu, clock, "run-1", judged("untouched", BaseCheck("fails")))
     body = emu.issues[1]["body"]
     assert (
-        "In this run it ran none of this pull request\\'s changes; fails on the base too. "
+        "In this run it ran none of this pull request's changes; fails on the base too. "
         "1 of 1 hit ran none of the change they were tested with."
     ) in body
     marker = _marker(emu)
@@ -158,7 +158,7 @@ def test_an_issue_counts_and_shows_the_hits_that_ran_none_of_their_change(
     [comment] = emu.comments[1]
     assert "Hits so far: **2**." in comment["body"]
     assert (
-        "In this run it ran 2 changed lines in src/a\\.py. "
+        "In this run it ran 2 changed lines in src/a.py. "
         "1 of 2 hits ran none of the change they were tested with."
     ) in comment["body"]
 

@@ -216,10 +216,10 @@ def test_summary_has_a_blame_line_and_a_blame_column() -> None:
     blame = {row[1]: row[-1] for row in rows}
     assert all(len(row) == len(head) for row in rows)
     assert blame == {
-        "t.py::test\\_cart": "ran 3 changed lines in src/shop/cart.py; passes on the base",
-        "t.py::test\\_clock": "ran none of this pull request's changes; fails on the base too",
-        "t.py::test\\_io": "cannot tell whether it ran the change",
-        "t.py::test\\_old": "",
+        "t.py:\\:test\\_cart": "ran 3 changed lines in src/shop/cart.py; passes on the base",
+        "t.py:\\:test\\_clock": "ran none of this pull request's changes; fails on the base too",
+        "t.py:\\:test\\_io": "cannot tell whether it ran the change",
+        "t.py:\\:test\\_old": "",
     }
 
 
@@ -235,7 +235,8 @@ def test_summary_says_why_blame_could_not_run_on_one_line() -> None:
     text = render_summary(report([judged("t.py::test_a", Outcome.FAILED, None)], blame))
     [line] = [line for line in text.splitlines() if line.startswith("**Blame:**")]
     assert line == (
-        "**Blame:** not judged against main: a shallow clone ## fetch &lt;b&gt;more&lt;/b&gt; "
+        "**Blame:** not judged against main: a shallow clone #\u200b#\u200b fetch "
+        "&lt;b&gt;more&lt;/b&gt; "
         "\\| history"
     )
     assert "Judged against" not in text
@@ -252,7 +253,7 @@ def test_summary_lists_the_tests_kept_out_of_the_gate() -> None:
         "1 failed test did not block the merge (`blame.untouched_failures: ignore-in-gate`): "
         "each ran none of this pull request's changes and fails on the base too."
     ) in text
-    assert "\n- t.py::test\\_x\\[a\\|b\\]\n" in text
+    assert "\n- t.py:\\:test\\_x\\[a\\|b\\]\n" in text
 
 
 def test_summary_counts_the_failures_the_warn_policy_only_warned() -> None:
@@ -277,9 +278,9 @@ def test_summary_escapes_a_hostile_reason_and_file_in_its_cell() -> None:
     head, row = failed_rows(text)
     assert len(row) == len(head) == 6  # no pipe in the reason split the cell
     assert row[-1] == (
-        "ran 2 changed lines in src/a\\|b::error::&lt;script&gt;.py; could not be run on the "
-        "base: no coverage ::error::owned &lt;script&gt;alert(1)&lt;/script&gt; a\\|b "
-        "##\\[warning\\]x ::x::"
+        "ran 2 changed lines in src/a\\|b:\\:error:\\:&lt;script&gt;.py; could not be run on "
+        "the base: no coverage :\\:error:\\:owned &lt;script&gt;alert(1)&lt;/script&gt; a\\|b "
+        "#\u200b#\u200b\\[warning\\]x :\\:x:\\:"
     )
 
 

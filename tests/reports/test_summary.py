@@ -8,7 +8,8 @@ import pytest
 from helpers.report_builders import result, run_report
 
 from flakewarden.model import Attempt, CoverageSummary, Outcome, RunReport, Subtest, TestResult
-from flakewarden.reports.summary import SUMMARY_LIMIT, escape_markdown, render_summary
+from flakewarden.reports.markdown import CELL_LIMIT, escape
+from flakewarden.reports.summary import SUMMARY_LIMIT, render_summary
 
 MIB = 1024 * 1024
 
@@ -53,8 +54,14 @@ def test_totals_and_table_of_flaky_and_failed_tests() -> None:
     assert text.startswith("## flakewarden: failed (1 flaky, 1 failed)\n")
     assert "| 3 | 1 | 1 | 1 | 0 | 0 | 0 |" in text
     assert table_rows(text, "### Failed and flaky tests") == [
-        ["failed", r"t.py::test\_broken", "3 of 3 failed", "assert 1 == 2", r"tests/test\_a.py:12"],
-        ["flaky", r"t.py::test\_flaky", "1 of 2 failed", "E1 boom", r"tests/test\_a.py:7"],
+        [
+            "failed",
+            r"t.py:\:test\_broken",
+            "3 of 3 failed",
+            "assert 1 == 2",
+            r"tests/test\_a.py:12",
+        ],
+        ["flaky", r"t.py:\:test\_flaky", "1 of 2 failed", "E1 boom", r"tests/test\_a.py:7"],
     ]
     assert "**flakewarden-test-0-attempt-1**" in text
     assert "### Quarantined tests" not in text
@@ -76,9 +83,9 @@ def test_quarantined_tests_have_their_own_section() -> None:
         ]
     )
     text = render_summary(rep)
-    assert [r[1] for r in table_rows(text, "### Failed and flaky tests")] == ["t.py::flaky"]
+    assert [r[1] for r in table_rows(text, "### Failed and flaky tests")] == [r"t.py:\:flaky"]
     assert table_rows(text, "### Quarantined tests") == [
-        ["quarantined", "t.py::q", "3 of 3 failed", "assert 1 == 2", r"tests/test\_a.py:7"]
+        ["quarantined", r"t.py:\:q", "3 of 3 failed", "assert 1 == 2", r"tests/test\_a.py:7"]
     ]
     assert "do not fail the job" in text
 
@@ -121,18 +128,21 @@ def test_states_how_many_annotations_did_not_fit() -> None:
         ("a|b", "a|b", "a\\|b"),
         ("<script>alert(1)</script>", "<script>", "&lt;script&gt;alert(1)&lt;/script&gt;"),
         ("<!-- hide", "<!--", "&lt;!-- hide"),
-        ("@octocat", "@octocat", "@&#8203;octocat"),
+        ("@octocat", "@octocat", "@\u200boctocat"),
+        ("see #123", "#123", "see #\u200b123"),
+        ("::error::x ##[group]y", "##[", ":\\:error:\\:x #\u200b#\u200b\\[group\\]y"),
+        ("https://e.com www.e.com", "://", "https:\\//e.com www\\.e.com"),
         ("`code`", "`code`", "\\`code\\`"),
-        ("[x](javascript:alert(1))", "[x](", "\\[x\\](javascript:alert(1))"),
+        ("[x](javascript:alert(1))", "[x](", "\\[x\\]\\(javascript:alert(1))"),
         ("**bold**", "**bold**", "\\*\\*bold\\*\\*"),
     ],
 )
 def test_escaping(raw: str, forbidden: str, expected: str) -> None:
-    escaped = escape_markdown(raw)
+    escaped = escape(raw, CELL_LIMIT)
     assert forbidden not in escaped
     assert escaped == expected  # every character still shown, none of them markup
-    # Each line break becomes a space: one line, nothing dropped.
-    assert escape_markdown(raw + "\nsecond line\r\n") == expected + " second line  "
+    # Each run of line breaks becomes one space: one line, no visible character dropped.
+    assert escape(raw + "\nsecond line\r\n", CELL_LIMIT) == expected + " second line"
 
 
 def test_hostile_id_stays_in_its_cell() -> None:
@@ -233,7 +243,7 @@ def test_failed_subtests_are_named_with_their_outcome_on_every_attempt() -> None
     )
     text = render_summary(report([flaky]))
     assert table_rows(text, "### Failed subtests") == [
-        [r"t.py::test\_flaky", "(i=1)", "failed, passed", r"ValueError: bad\|cell"],
+        [r"t.py:\:test\_flaky", "(i=1)", "failed, passed", r"ValueError: bad\|cell"],
     ]
 
 

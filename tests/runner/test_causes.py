@@ -50,7 +50,7 @@ def test_a_storm_is_one_cause_named_by_every_attempt_it_failed(tmp_path: Path) -
     said = summary[causes_at:].splitlines()[2]
     assert said.startswith(
         "- 6 tests failed their first attempt with ConnectionRefusedError: "
-        "\\[Errno N\\] Connection refused: could not connect to N:N in tests/conftest.py::query; "
+        "\\[Errno N\\] Connection refused: could not connect to N:N in tests/conftest.py:\\:query; "
         "all 6 passed on a rerun; the environment, not the tests "
         f"(it matches type:ConnectionRefusedError) (cause `{first['id']}`)"
     ), said

@@ -178,7 +178,7 @@ def test_a_report_hidden_from_flakewarden_is_a_loud_disagreement(project: Projec
     summary = (result.report_dir / "summary.md").read_text(encoding="utf-8")
     assert "> [!WARNING]" in summary
     assert "> - Attempt 1: failed: pytest 1, flakewarden 0; pytest failed 1 test(s)" in summary
-    assert "tests/test\\_h.py::test\\_hidden (not recorded)" in summary
+    assert "tests/test\\_h.py:\\:test\\_hidden (not recorded)" in summary
 
 
 def test_the_disagreement_is_one_escaped_annotation_on_github(project: Project) -> None:

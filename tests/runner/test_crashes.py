@@ -18,7 +18,7 @@ import pytest
 from helpers.project import PYTEST, Project, Result
 
 from flakewarden.reports.junit import split_node_id
-from flakewarden.reports.summary import escape_markdown
+from flakewarden.reports.markdown import CELL_LIMIT, escape
 
 CRASH_ONCE = """
 import ctypes, os, signal, time
@@ -110,8 +110,8 @@ def test_a_crash_is_named_the_rest_continue_and_the_crashed_test_is_rerun(
     assert f"{crashed} crashed: the test process {how}" in result.stdout
     assert f"FLAKY-TEST-DETECTED: {crashed}" in result.stdout
     summary = (result.report_dir / "summary.md").read_text(encoding="utf-8")
-    assert escape_markdown(crashed) in summary
-    assert escape_markdown(f"crashed: the test process {how}") in summary
+    assert escape(crashed, CELL_LIMIT) in summary
+    assert escape(f"crashed: the test process {how}", CELL_LIMIT) in summary
     flaky = _junit_case(result, crashed).find("flakyFailure")
     assert flaky is not None
     assert flaky.get("message") == f"crashed: the test process {how}"

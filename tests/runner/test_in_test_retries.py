@@ -138,7 +138,7 @@ def test_retries_inside_a_test_are_recorded_for_its_attempt(project: Project) ->
     assert "## flakewarden: failed (1 failed, 3 retried inside)" in summary
     assert (
         "| passed (retried inside: 2 x TimeoutError in fetch\\_price) "
-        "| tests/test\\_retries.py::test\\_price | 0 of 1 failed "
+        "| tests/test\\_retries.py:\\:test\\_price | 0 of 1 failed "
         "| TimeoutError: price failed call 1 | tests/test\\_retries.py:30 |"
     ) in summary
     assert (

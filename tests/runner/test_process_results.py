@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
+from typing import Any
 
-from flakewarden.runner.process_results import BATCH_LINES, read_results
+import pytest
+from helpers.project import Project
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flakewarden.runner import process_results
+from flakewarden.runner.process_results import BATCH_LINES, RecordReader, read_results
+from flakewarden.runner.sessions import judge_session
 
 
 def _test_line(index: int, stdout: str = "") -> str:
@@ -37,6 +47,7 @@ def test_a_bad_line_in_a_batch_costs_only_itself(tmp_path: Path) -> None:
     results = read_results(path)
 
     assert results.corrupt_lines == 2
+    assert results.refused is None  # a line cut short or malformed is no refusal
     assert [r.id for r in results.tests] == [f"t.py::test_{i}" for i in range(BATCH_LINES + 50)]
     assert results.tests[7].stdout == odd
     assert results.exitstatus == 1 and results.testscollected == 3
@@ -51,3 +62,146 @@ def test_a_results_file_cut_short_at_its_end(tmp_path: Path) -> None:
     assert [r.id for r in results.tests] == ["t.py::test_0"]
     assert results.corrupt_lines == 1
     assert not read_results(tmp_path / "missing.jsonl").started
+
+
+def _config(tmp_path: Path) -> str:
+    return json.dumps({"kind": "config", "rootdir": str(tmp_path), "pid": 1})
+
+
+def test_records_out_of_the_limits_are_refused_beside_valid_ones(tmp_path: Path) -> None:
+    hostile = [
+        _test_line(9001).replace('"duration": 0.001', '"duration": NaN'),
+        _test_line(9002).replace('"line": 9002', '"line": Infinity'),
+        _test_line(9003).replace('"line": 9003', f'"line": {10**30}'),
+        '{"kind": "test", "id": "deep", "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    ]
+    lines = [_config(tmp_path)]
+    for i in range(40):
+        lines.append(_test_line(i))
+        if i % 10 == 5:
+            lines.append(hostile[i // 10])
+    path = tmp_path / "results.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    results = read_results(path)
+
+    assert [r.id for r in results.tests] == [f"t.py::test_{i}" for i in range(40)]
+    assert results.corrupt_lines == 4
+    assert results.refused is not None
+    assert "NaN is not a number JSON allows; the record was refused" in results.refused
+    assert "\n" not in results.refused
+    [problem] = judge_session(results, 1).problems
+    assert problem == f"attempt 1: {results.refused}"
+    # Alone, the deep record is named too.
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text(_config(tmp_path) + "\n" + hostile[3] + "\n", encoding="utf-8")
+    assert "nested deeper than 64 levels" in str(read_results(deep).refused)
+
+
+def test_a_line_past_the_limit_is_dropped_to_its_end_as_it_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(process_results, "MAX_RECORD_LINE", 2_000)
+    path = tmp_path / "results.jsonl"
+    reader = RecordReader(path)
+    with path.open("w", encoding="utf-8") as stream:
+        stream.write(_config(tmp_path) + "\n" + _test_line(0) + "\n")
+        stream.write('{"kind": "test", "id": "big", "stdout": "' + "x" * 3_000)
+        stream.flush()
+        reader.read_available()  # the long line's start: past the limit, never held whole
+        stream.write("x" * 3_000 + '"}\n' + _test_line(1) + "\n")
+        stream.write(_test_line(2, stdout="y" * 2_500) + "\n")  # past it, in one piece
+        stream.write(_test_line(3) + "\n")
+    results = reader.finish()
+    assert [r.id for r in results.tests] == ["t.py::test_0", "t.py::test_1", "t.py::test_3"]
+    assert results.corrupt_lines == 2
+    assert results.refused == f"a record in {path} of over 2,000 bytes was refused"
+
+
+def test_a_file_past_the_limit_keeps_the_records_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [_config(tmp_path)] + [_test_line(i) for i in range(100)]
+    kept = len("\n".join(lines[:51])) + 1  # the config and 50 tests, with their line breaks
+    monkeypatch.setattr(process_results, "MAX_RECORD_BYTES", kept + 10)
+    path = tmp_path / "results.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    results = read_results(path)
+    # The 51st test's line is cut at the limit: it is counted, not read.
+    assert [r.id for r in results.tests] == [f"t.py::test_{i}" for i in range(50)]
+    assert results.refused == (f"{path} holds more than {kept + 10:,} bytes: the rest was refused")
+
+
+def test_a_fifo_or_a_link_out_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo" / "results.jsonl"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    results = read_results(fifo)
+    assert time.monotonic() - started < 5  # never waits for a writer
+    assert results.refused == f"{fifo} is not a regular file (a FIFO): refused"
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text(_config(tmp_path) + "\n" + _test_line(0) + "\n", encoding="utf-8")
+    link = tmp_path / "link" / "results.jsonl"
+    link.parent.mkdir()
+    link.symlink_to(outside)
+    linked = read_results(link)
+    assert linked.tests == [] and linked.refused is not None and "(a link)" in linked.refused
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["kind", "id", "line", "phases", "x"]), children, max_size=4
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(_JSON, max_size=6))
+def test_any_json_value_as_a_record_never_stops_the_reader(
+    tmp_path: Path, values: list[Any]
+) -> None:
+    lines = [_config(tmp_path), _test_line(0)]
+    lines += [json.dumps(v, allow_nan=True) for v in values]
+    lines.append(_test_line(1))
+    path = tmp_path / "results.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    results = read_results(path)  # no exception: each value is read, counted or refused
+    assert [r.id for r in results.tests][:1] == ["t.py::test_0"]
+    assert results.tests[-1].id == "t.py::test_1"
+
+
+def test_a_run_says_the_record_its_tests_forged_and_keeps_the_rest(project: Project) -> None:
+    project.write(
+        "tests/test_f.py",
+        """
+import os
+
+
+def test_forges():
+    with open(os.environ["FLAKEWARDEN_RESULTS"], "a", encoding="utf-8") as stream:
+        stream.write('{"kind": "test", "id": "x", "phases": [], "duration": NaN}\\n')
+
+
+def test_after():
+    pass
+""",
+    )
+    result = project.run()
+    assert result.returncode == 0, result.stderr
+    ids = [t["id"] for t in result.report["tests"]]
+    assert ids == ["tests/test_f.py::test_forges", "tests/test_f.py::test_after"]
+    [problem] = result.report["problems"]
+    assert problem.startswith("attempt 1: cannot read ")
+    assert problem.endswith("NaN is not a number JSON allows; the record was refused")

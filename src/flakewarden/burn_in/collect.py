@@ -16,6 +16,7 @@ from typing import Optional
 from flakewarden.changes import CollectedItem
 from flakewarden.errors import UsageError
 from flakewarden.model import first_line
+from flakewarden.outside_json import read_tail
 from flakewarden.runner.process import plugin_dir, plugin_env, resolve_executable, run_child
 from flakewarden.runner.process_results import read_results
 from flakewarden.stress.knobs import KNOB_VARIABLES
@@ -39,10 +40,7 @@ class Collection:
 
 
 def _tail(log: Path, limit: int = 4000) -> str:
-    try:
-        return log.read_text(encoding="utf-8", errors="replace")[-limit:].strip()
-    except OSError:
-        return ""
+    return read_tail(log, 4 * limit)[-limit:].strip()
 
 
 def collect(command: list[str], cwd: Path, directory: Path) -> Collection:

@@ -118,7 +118,7 @@ def render_markdown(burn_in: BurnIn) -> str:
         for o in burn_in.outcomes:
             bound = "" if o.bound is None else percent(o.bound)
             out.append(
-                f"| {md.table_code(o.node_id)} | {md.table_cell(o.verdict)} | {o.runs} "
+                f"| {md.table_code(o.node_id)} | {md.escape(o.verdict)} | {o.runs} "
                 f"| {o.failures} | {bound} |"
             )
         out.append("")

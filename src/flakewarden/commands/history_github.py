@@ -5,10 +5,12 @@ marked as looked at once it is done, so an ingest cut short (a deadline, GitHub
 down) resumes where it stopped and a second ingest downloads only new runs. An
 expired artifact, a zip that is refused or a report that cannot be read is counted,
 named, recorded in the history and never stops the ingest: each artifact, and each
-report in it, is ingested or skipped on its own. GitHub trouble while downloading stops
-the ingest there, and the next ingest picks up from that run; an artifact whose own
-download keeps failing is skipped on its third try, so no artifact holds the history at
-its run for good.
+report in it, is ingested or skipped on its own. Each report is stored under the run
+GitHub listed it in (its id, branch, commit, event and workflow), whatever it claims
+(``history.claims``); a claim that differs is said in one line and kept as detail.
+GitHub trouble while downloading stops the ingest there, and the next ingest picks up
+from that run; an artifact whose own download keeps failing is skipped on its third try,
+so no artifact holds the history at its run for good.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from flakewarden.github.artifacts import (
 )
 from flakewarden.github.download import TokenlessDownloader
 from flakewarden.history.artifact_zip import reports_in_zip
+from flakewarden.history.claims import stamp_run
 from flakewarden.history.store import HistoryStore
+from flakewarden.model import RunContext
 
 Say = Callable[[str], None]
 
@@ -191,7 +195,25 @@ def _one_artifact(
     if store.artifact_tries(repository, artifact.id):
         store.forget_artifact(repository, artifact.id)  # downloaded at last
     source = f"github:run/{run.id}/artifact/{artifact.id}"
-    return "ingested" if _ingest_zip(store, data, source, done, skip) else "unreadable"
+    listed = RunContext(
+        repository=repository,
+        workflow=run.workflow,
+        run_id=run.id,
+        run_attempt=run.attempt,
+        event=run.event,
+        branch=run.branch,
+        commit=run.commit,
+        pr_number=run.pr_number,
+    )
+
+    def claims(member: str, claimed: str) -> None:
+        complain(
+            f"report {name} {member} claims another run ({claimed}): stored under run "
+            f"{run.id} ({run.event} on {run.branch or 'no branch'} at {run.commit[:12] or '?'})"
+        )
+
+    ingested = _ingest_zip(store, data, source, listed, done, skip, claims)
+    return "ingested" if ingested else "unreadable"
 
 
 def _artifact_failed(exc: GitHubError) -> bool:
@@ -207,11 +229,13 @@ def _ingest_zip(
     store: HistoryStore,
     data: bytes,
     source: str,
+    listed: RunContext,
     done: GitHubIngest,
     skip: Callable[[str, str], None],
+    claims: Callable[[str, str], None],
 ) -> bool:
-    """Every report in the artifact's zip into the store, each refused one skipped alone;
-    whether any was kept (ingested now or before)."""
+    """Every report in the artifact's zip into the store under the ``listed`` run, each
+    refused one skipped alone; whether any was kept (ingested now or before)."""
     try:
         zipped = reports_in_zip(data)
     except ReportError as exc:
@@ -226,12 +250,15 @@ def _ingest_zip(
         if entry.report is None:
             skip(entry.error, entry.member)
             continue
+        stamped = stamp_run(entry.report, listed)
         try:
-            added = store.ingest(entry.report, where)
+            added = store.ingest(stamped.report, where, stamped.claimed)
         except ReportError as exc:
             skip(str(exc), entry.member)
             continue
         kept = True
+        if stamped.claimed and added:
+            claims(entry.member, stamped.claimed)
         if added:
             done.ingested += 1
         else:

@@ -37,6 +37,8 @@ class WorkflowRun:
     path: str  # its file, .github/workflows/...
     conclusion: str
     created_at: str
+    commit: str = ""  # head_sha
+    pr_number: Optional[int] = None  # the first of its pull requests, when GitHub names one
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +72,18 @@ def _run(data: Any) -> WorkflowRun:
         path=str(data.get("path") or ""),
         conclusion=str(data.get("conclusion") or ""),
         created_at=str(data.get("created_at") or ""),
+        commit=str(data.get("head_sha") or ""),
+        pr_number=_pull_number(data.get("pull_requests")),
     )
+
+
+def _pull_number(pulls: Any) -> Optional[int]:
+    """The number of a run's first pull request; None for a fork's (GitHub lists none)."""
+    if isinstance(pulls, list) and pulls and isinstance(pulls[0], dict):
+        number = pulls[0].get("number")
+        if isinstance(number, int) and not isinstance(number, bool) and 0 < number < 2**63:
+            return number
+    return None
 
 
 def _pages(

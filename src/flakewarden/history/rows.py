@@ -14,7 +14,8 @@ from flakewarden.model import HistoryRun, Outcome, RunContext, RunReport, TestRe
 RUN_COLUMNS = (
     "run_key, repository, workflow, run_id, run_attempt, job, job_name, event, branch,"
     " base_branch, pr_number, commit_sha, started_at, os, python, flakewarden_version, tests,"
-    " first_attempt_failures, hard_failures, flaky, cutoff, interrupted, source, ingested_at"
+    " first_attempt_failures, hard_failures, flaky, cutoff, interrupted, source, ingested_at,"
+    " claimed"
 )
 CHUNK = 500  # bound parameters per IN (...) query, well under SQLite's limit
 
@@ -22,7 +23,7 @@ CHUNK = 500  # bound parameters per IN (...) query, well under SQLite's limit
 def history_run(row: Sequence[Any]) -> HistoryRun:
     (key, repository, workflow, run_id, attempt, job, job_name, event, branch, base) = row[:10]
     (pr, commit, started, os_name, python, version, tests, first, hard, flaky) = row[10:20]
-    cutoff, interrupted, source, ingested = row[20:24]
+    cutoff, interrupted, source, ingested, claimed = row[20:25]
     context = RunContext(
         repository=repository,
         workflow=workflow,
@@ -51,6 +52,7 @@ def history_run(row: Sequence[Any]) -> HistoryRun:
         cutoff=bool(cutoff),
         interrupted=bool(interrupted),
         ingested_at=ingested,
+        claimed=claimed,
     )
 
 

@@ -12,7 +12,7 @@ from flakewarden.model import AttemptOutcome, Outcome
 #: ``PRAGMA application_id``: "FlkW". Tells our database from any other SQLite file.
 APPLICATION_ID = 0x466C6B57
 #: ``PRAGMA user_version``: the schema version this flakewarden writes.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: The final outcome, stored as a small integer (0 and 1 take no bytes at all).
 OUTCOME_CODES: dict[Outcome, int] = {
@@ -138,5 +138,12 @@ CREATE TABLE github_artifacts (
 );
 """
 
+#: Version 4: what a report downloaded by ``ingest --from-github`` claimed of its own run
+#: (run id, branch, commit, event, workflow) where that differs from the run GitHub listed
+#: it under. The run is stored under the listed run; the claim is kept only as detail.
+SCHEMA_V4 = """
+ALTER TABLE runs ADD COLUMN claimed TEXT NOT NULL DEFAULT ''
+"""
+
 #: How to bring a database of version N up to N + 1; a new database runs them all in turn.
-MIGRATIONS: dict[int, str] = {1: SCHEMA_V2, 2: SCHEMA_V3}
+MIGRATIONS: dict[int, str] = {1: SCHEMA_V2, 2: SCHEMA_V3, 3: SCHEMA_V4}

@@ -166,13 +166,16 @@ class HistoryStore:
 
     # -- writing -------------------------------------------------------------------
 
-    def ingest(self, report: RunReport, source: str) -> bool:
+    def ingest(self, report: RunReport, source: str, claimed: str = "") -> bool:
         """Add one run; False (and nothing changed) when its run attempt/job is already in.
+
+        ``claimed``: what the report said of its own run where the run it was downloaded
+        from says otherwise (``history.claims``), kept as detail only.
 
         ``ReportError`` (nothing changed) when the report holds a value SQLite cannot keep.
         """
         try:
-            return self._ingest(report, source)
+            return self._ingest(report, source, claimed)
         except OverflowError as exc:
             raise ReportError(
                 f"{source} holds a number the history cannot keep ({exc}): refused"
@@ -180,7 +183,7 @@ class HistoryStore:
         except sqlite3.DatabaseError as exc:
             raise HistoryError(f"cannot write to the history database {self.path}: {exc}") from None
 
-    def _ingest(self, report: RunReport, source: str) -> bool:
+    def _ingest(self, report: RunReport, source: str, claimed: str) -> bool:
         db = self._db
         context = report_context(report)
         key = run_key(context, report.command, report.rootdir)
@@ -190,7 +193,7 @@ class HistoryStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             cursor = db.execute(
-                f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({', '.join('?' * 24)})",
+                f"INSERT OR IGNORE INTO runs ({RUN_COLUMNS}) VALUES ({', '.join('?' * 25)})",
                 (
                     key,
                     context.repository,
@@ -216,6 +219,7 @@ class HistoryStore:
                     int(report.interrupted),
                     source,
                     _now(),
+                    claimed,
                 ),
             )
             if cursor.rowcount == 0:  # another process added it since the lookup

@@ -88,7 +88,7 @@ def _table(title: str, tests: list[TestResult], ctx: RunContext) -> list[str]:
     ]
     for test in tests[:ROWS]:
         first = test.first_failure
-        message = md.table_cell(md.clip(first.message, 200)) if first and first.message else ""
+        message = md.escape(md.clip(first.message, 200)) if first and first.message else ""
         lines.append(
             f"| {_test_link(test, ctx)} | {len(test.failures)} of {len(test.attempts)} "
             f"| {message} |"

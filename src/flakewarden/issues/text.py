@@ -32,8 +32,8 @@ def _attempts_table(test: TestResult) -> str:
     ]
     for a in test.attempts:
         rows.append(
-            f"| {a.attempt} | {a.outcome.value} | {md.table_cell(a.phase)} | "
-            f"{a.duration:.2f} s | {md.table_cell(md.clip(a.message, 200))} |"
+            f"| {a.attempt} | {a.outcome.value} | {md.escape(a.phase)} | "
+            f"{a.duration:.2f} s | {md.escape(md.clip(a.message, 200))} |"
         )
     return "\n".join(rows)
 
@@ -98,7 +98,7 @@ def _retry_details(test: TestResult, shown: int) -> str:
             rows.append(
                 f"| {run.attempt} | {md.table_code(md.clip(r.function, 100))} "
                 f"| {md.table_code(md.clip(r.exception, 100))} | {r.attempt} of {r.attempts} "
-                f"| {r.delay:.3f} s | {md.table_cell(md.clip(r.message, 200))} |"
+                f"| {r.delay:.3f} s | {md.escape(md.clip(r.message, 200))} |"
             )
     more = len(retries) - (len(rows) - 2)
     tail = f"\n\n{more} more in report.json." if more > 0 else ""

@@ -120,6 +120,9 @@ class HistoryRun:
     cutoff: bool = False  # more failures than --max-failures: nothing was rerun
     interrupted: bool = False
     ingested_at: str = ""
+    # What the report said of its own run where that differs from the run it was
+    # downloaded from (``history ingest --from-github``): untrusted detail, never a key.
+    claimed: str = ""
 
 
 @dataclasses.dataclass

@@ -10,30 +10,60 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from typing import Optional
 
-# A zero-width space after "@" keeps the text readable and stops GitHub's mention.
-_NO_MENTION = "@\u200b"
-_ESCAPED = {
-    "&": "&amp;",
-    "<": "&lt;",
-    ">": "&gt;",
-    "@": _NO_MENTION,
-}
-# Characters that start Markdown syntax somewhere inside a line.
-_PUNCTUATION = set("\\`*_{}[]()#+-.!|~:\"'$=^")
+#: Longest test id or failure line the job summary shows in one table cell.
+CELL_LIMIT = 500
+
+# A zero-width space after "@" or "#" keeps the text readable and stops GitHub's
+# mention (which notifies) and issue reference (which links and cross-posts).
+_NO_LINK = "\u200b"
+_NO_MENTION = "@" + _NO_LINK
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+# Characters with a meaning anywhere in a line: emphasis, code, links and images (which
+# need "[" and "]"), cells, strikethrough, math.
+_PUNCTUATION = set("\\`*_[]|~$")
+# Characters that open a block at the start of a line: a list, a setext heading.
+_OPENING = set("-+=")
 
 
-def escape(text: str) -> str:
-    """Inline text, rendered as the same characters and nothing else (one line)."""
-    out = []
-    for char in " ".join(text.split()):
-        if char in _ESCAPED:
-            out.append(_ESCAPED[char])
-        elif char in _PUNCTUATION:
+def escape(text: str, limit: Optional[int] = None) -> str:
+    """``text`` as literal inline Markdown on one line, cut at ``limit`` characters.
+
+    The one escaper of every Markdown writer: safe in a table cell, a list item, a
+    heading, link text or at the start of a line, so no caller has to know which
+    context is stricter. Rendered, it shows exactly the characters of ``text``; no
+    bare URL in it is linked (``https:\\//``, ``www\\.``) and no ``::`` is left for a
+    workflow command (``:\\:error:\\:``), should the text reach a log.
+    """
+    if limit is not None and len(text) > limit:
+        text = text[: max(0, limit - 1)] + "…"
+    # Control characters show nothing, and some terminals act on them.
+    text = " ".join("".join(c for c in text if c.isspace() or not _is_control(c)).split())
+    out: list[str] = []
+    leading_digits = False  # an ordered list opens with digits then "." or ")"
+    for index, char in enumerate(text):
+        if char in _ENTITIES:
+            out.append(_ENTITIES[char])
+        elif char in "@#":
+            out.append(char + _NO_LINK)
+        elif (
+            char in _PUNCTUATION
+            or (index == 0 and char in _OPENING)
+            or (leading_digits and char in ".)")
+            or (char in ":(" and text[index - 1 : index] == {":": ":", "(": "]"}[char])
+            or (char == "/" and text[index - 1 : index + 2] == "://")
+            or (char == "." and text[max(0, index - 3) : index].lower() == "www")
+        ):
             out.append("\\" + char)
         else:
             out.append(char)
+        leading_digits = char.isdigit() and (index == 0 or leading_digits)
     return "".join(out)
+
+
+def _is_control(char: str) -> bool:
+    return ord(char) < 32 or 127 <= ord(char) < 160
 
 
 def _longest_run(text: str, char: str) -> int:
@@ -70,11 +100,6 @@ def clip(text: str, limit: int, where: str = "characters") -> str:
     # The longest the note can be, so the stated count is exactly what was cut.
     keep = max(0, limit - len(f"\n… cut: {len(text):,} more {where} not shown"))
     return text[:keep] + f"\n… cut: {len(text) - keep:,} more {where} not shown"
-
-
-def table_cell(text: str) -> str:
-    """Escaped text safe inside a table cell (``|`` is escaped, newlines joined)."""
-    return escape(text)
 
 
 def table_code(text: str) -> str:

@@ -15,10 +15,10 @@ from flakewarden.model.raised import short_name
 from flakewarden.model.subtests import failed_histories
 from flakewarden.reports.annotations import ANNOTATION_LIMIT, KINDS, plan_annotations
 from flakewarden.reports.cause_text import shared_causes
+from flakewarden.reports.markdown import CELL_LIMIT, escape
 from flakewarden.reports.summary_blame import blame_notes, blame_phrase, judged
-from flakewarden.reports.summary_text import CELL_LIMIT, escape_markdown
 
-__all__ = ["CELL_LIMIT", "SUMMARY_LIMIT", "escape_markdown", "render_summary", "retried_inside"]
+__all__ = ["CELL_LIMIT", "SUMMARY_LIMIT", "render_summary", "retried_inside"]
 
 #: GitHub's limit is 1 MiB per step summary; stay well below it.
 SUMMARY_LIMIT = 1024 * 1024 - 64 * 1024
@@ -71,7 +71,7 @@ def _location(test: TestResult) -> str:
     if not test.file:
         return ""
     where = test.file if test.line is None else f"{test.file}:{test.line}"
-    return escape_markdown(where)
+    return escape(where, CELL_LIMIT)
 
 
 def _row(test: TestResult, blame_column: bool = False) -> str:
@@ -87,9 +87,9 @@ def _row(test: TestResult, blame_column: bool = False) -> str:
         if test.collection_evidence:
             attempts += f" ({test.collection_evidence})"
     return (
-        f"| {escape_markdown(test.outcome_text)} | {escape_markdown(test.id)} "
-        f"| {escape_markdown(attempts)} "
-        f"| {escape_markdown(first)} | {_location(test)} |"
+        f"| {escape(test.outcome_text, CELL_LIMIT)} | {escape(test.id, CELL_LIMIT)} "
+        f"| {escape(attempts, CELL_LIMIT)} "
+        f"| {escape(first, CELL_LIMIT)} | {_location(test)} |"
         + (f" {blame_phrase(test)} |" if blame_column else "")
     )
 
@@ -104,8 +104,8 @@ def _retried_row(test: TestResult) -> str:
     first = f"{short_name(retries[0].exception)}: {retries[0].message}" if retries else ""
     attempts = f"0 of {len(test.attempts)} failed"
     return (
-        f"| {escape_markdown(test.outcome_text)} | {escape_markdown(test.id)} | {attempts} "
-        f"| {escape_markdown(first)} | {_location(test)} |"
+        f"| {escape(test.outcome_text, CELL_LIMIT)} | {escape(test.id, CELL_LIMIT)} | {attempts} "
+        f"| {escape(first, CELL_LIMIT)} | {_location(test)} |"
     )
 
 
@@ -151,10 +151,10 @@ def _notes(report: RunReport) -> list[str]:
         )
         lines += _rerun_processes(report)
     if report.merged_from:
-        shown = ", ".join(escape_markdown(m) for m in report.merged_from[:20])
+        shown = ", ".join(escape(m, CELL_LIMIT) for m in report.merged_from[:20])
         lines.append(f"Merged from {len(report.merged_from)} reports: {shown}.")
     elif report.shard:
-        lines.append(f"Shard {escape_markdown(report.shard)} of the suite.")
+        lines.append(f"Shard {escape(report.shard, CELL_LIMIT)} of the suite.")
     if report.cutoff:
         lines.append(
             f"More than {report.max_failures} tests failed, so none were rerun (`--max-failures`)."
@@ -167,12 +167,12 @@ def _notes(report: RunReport) -> list[str]:
             "failure."
         )
     for problem in report.problems[:20]:
-        lines.append(f"- {escape_markdown(problem)}")
+        lines.append(f"- {escape(problem, CELL_LIMIT)}")
     if len(report.problems) > 20:
         lines.append(f"- … and {len(report.problems) - 20} more problems in report.json")
     for attempt in report.attempts[:1]:
         for error in attempt.collection_errors[:20]:
-            lines.append(f"- Collection error: {escape_markdown(error)}")
+            lines.append(f"- Collection error: {escape(error, CELL_LIMIT)}")
     return lines
 
 
@@ -183,11 +183,10 @@ def _causes(report: RunReport) -> list[str]:
         return []
     lines = ["### Causes", ""]
     for cause in shared:
-        named = ", ".join(escape_markdown(test) for test in cause.tests)
+        named = ", ".join(escape(test, CELL_LIMIT) for test in cause.tests)
         more = f" and {cause.more} more" if cause.more else ""
         lines.append(
-            f"- {escape_markdown(cause.sentence, CELL_LIMIT * 2)} (cause `{cause.id}`): "
-            f"{named}{more}."
+            f"- {escape(cause.sentence, CELL_LIMIT * 2)} (cause `{cause.id}`): {named}{more}."
         )
     return [*lines, ""]
 
@@ -206,7 +205,7 @@ def _disagreements(report: RunReport) -> list[str]:
     ]
     for attempt in differing[:20]:
         text = "; ".join(attempt.disagreements)
-        lines.append(f"> - Attempt {attempt.number}: {escape_markdown(text, CELL_LIMIT * 4)}")
+        lines.append(f"> - Attempt {attempt.number}: {escape(text, CELL_LIMIT * 4)}")
     return [*lines, ""]
 
 
@@ -221,8 +220,8 @@ def _subtest_rows(tests: list[TestResult]) -> list[str]:
     for test in tests:
         for history in failed_histories(test.attempts):
             rows.append(
-                f"| {escape_markdown(test.id)} | {escape_markdown(history.description)} "
-                f"| {escape_markdown(history.text)} | {escape_markdown(history.message)} |"
+                f"| {escape(test.id, CELL_LIMIT)} | {escape(history.description, CELL_LIMIT)} "
+                f"| {escape(history.text, CELL_LIMIT)} | {escape(history.message, CELL_LIMIT)} |"
             )
     return rows
 
@@ -238,12 +237,14 @@ def _coverage(report: RunReport) -> list[str]:
         text = f"Coverage: **{coverage.percent_display}%**"
         if coverage.fail_under is not None:
             verdict = "below" if coverage.below_threshold else "meets"
-            reason = f": {escape_markdown(coverage.gate_message)}" if coverage.gate_message else ""
+            reason = (
+                f": {escape(coverage.gate_message, CELL_LIMIT)}" if coverage.gate_message else ""
+            )
             text += f" ({verdict} the {coverage.fail_under:g}% threshold{reason})"
         text += f", combined from {coverage.files_combined} data files across attempts."
         lines.append(text)
     for error in coverage.errors[:20]:
-        lines.append(f"- {escape_markdown(error)}")
+        lines.append(f"- {escape(error, CELL_LIMIT)}")
     return [*lines, ""]
 
 
@@ -264,7 +265,7 @@ def _artifact(artifact_name: Optional[str]) -> list[str]:
         return []
     return [
         f"Evidence (report.json, junit.xml, rerun-report.txt, per-attempt logs and coverage) "
-        f"is in the artifact **{escape_markdown(artifact_name)}**.",
+        f"is in the artifact **{escape(artifact_name, CELL_LIMIT)}**.",
         "",
     ]
 

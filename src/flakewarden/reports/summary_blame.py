@@ -1,7 +1,7 @@
 """The job summary's blame: the change a run was judged against, and each failure's verdict.
 
 Branch names, paths and the reasons blame gives come from whoever pushed the branch,
-so each goes through ``escape_markdown``, on one line.
+so each goes through ``markdown.escape``, on one line.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from flakewarden.console import plural
 from flakewarden.model import RunReport, TestResult
 from flakewarden.reports import blame_text
-from flakewarden.reports.summary_text import CELL_LIMIT, escape_markdown
+from flakewarden.reports.markdown import CELL_LIMIT, escape
 
 #: The most ids listed as kept out of the gate; the rest are counted.
 IGNORED_SHOWN = 20
@@ -17,7 +17,7 @@ IGNORED_SHOWN = 20
 
 def blame_phrase(test: TestResult) -> str:
     """The table cell: ``ran 3 changed lines in src/x.py; fails on the base too``, escaped."""
-    return escape_markdown(blame_text.phrase(test))
+    return escape(blame_text.phrase(test), CELL_LIMIT)
 
 
 def judged(tests: list[TestResult]) -> bool:
@@ -31,13 +31,13 @@ def blame_notes(report: RunReport) -> list[str]:
     blame = report.blame
     if blame is None:
         return []
-    base = escape_markdown(blame.base or "the base")
+    base = escape(blame.base or "the base", CELL_LIMIT)
     if blame.unavailable:
-        reason = escape_markdown(blame.unavailable, CELL_LIMIT * 2)
+        reason = escape(blame.unavailable, CELL_LIMIT * 2)
         return [f"**Blame:** not judged against {base}: {reason}", ""]
     where = f"Judged against {base}"
     if blame.merge_base:
-        where += f" (merge base {escape_markdown(blame_text.short_sha(blame.merge_base))})"
+        where += f" (merge base {escape(blame_text.short_sha(blame.merge_base), CELL_LIMIT)})"
     found = blame_text.counts(report)
     lines = [
         f"**Blame:** {where}: {plural(blame.changed_lines, 'changed line')} in "
@@ -53,7 +53,7 @@ def blame_notes(report: RunReport) -> list[str]:
             "request's changes and fails on the base too.",
             "",
         ]
-        lines += [f"- {escape_markdown(test_id)}" for test_id in blame.ignored[:IGNORED_SHOWN]]
+        lines += [f"- {escape(test_id, CELL_LIMIT)}" for test_id in blame.ignored[:IGNORED_SHOWN]]
         if count > IGNORED_SHOWN:
             lines.append(f"- … and {count - IGNORED_SHOWN} more in report.json")
         lines.append("")

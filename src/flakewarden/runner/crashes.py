@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from flakewarden.model import Attempt, Continuation, ExitCode, PhaseRecord, TestRecord
+from flakewarden.outside_json import read_tail
 from flakewarden.runner import consistency
 from flakewarden.runner.attempt_process import Part
 from flakewarden.runner.process import ChildResult
@@ -87,13 +88,7 @@ def log_tail(log: Path, test_id: str = "") -> str:
     with several (xdist workers), the one whose stack runs through ``test_id``'s
     function is chosen.
     """
-    try:
-        with open(log, "rb") as stream:
-            stream.seek(0, 2)
-            stream.seek(max(0, stream.tell() - LOG_WINDOW))
-            lines = stream.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return ""
+    lines = read_tail(log, LOG_WINDOW).splitlines()
     # pytest's progress dots may share the line: faulthandler writes straight to fd 2.
     reports = [_fault_report(lines, i) for i, ln in enumerate(lines) if FATAL in ln]
     if reports:
@@ -336,6 +331,7 @@ def _merge(into: ProcessResults, part: ProcessResults) -> None:
     into.tests.extend(part.tests)
     into.collect_errors.extend(part.collect_errors)
     into.corrupt_lines += part.corrupt_lines
+    into.refused = into.refused or part.refused
 
 
 def _combined(statuses: Sequence[int]) -> int:

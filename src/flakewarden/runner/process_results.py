@@ -1,4 +1,11 @@
-"""Reading what the plugin recorded in one process (a JSON-lines file)."""
+"""Reading what the plugin recorded in one process (a JSON-lines file).
+
+The file is written inside the tested interpreter, where the code under test can write
+anything to it, so it is read as outside JSON (``outside_json``): confined to its
+directory, regular files only, each record within the depth, number and size limits,
+and the file bounded. A record refused is counted and the first refusal said in one
+line; every valid record beside it is kept.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +13,24 @@ import contextlib
 import gc
 import itertools
 import json
+import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
+
+from flakewarden.outside_json import MAX_BYTES, Refused, open_confined, parse_json, read_bounded
 
 if TYPE_CHECKING:
     from flakewarden.model import TestRecord
 
 # xdist reports a test whose worker died as a failure in this made-up phase.
 XDIST_CRASH_PHASE = "???"
+#: The most bytes of one process's records read; the rest is refused in one line. A
+#: passing test's records take about 300 bytes, a failure's text is clipped by the plugin.
+MAX_RECORD_BYTES = 4 * MAX_BYTES
+#: The longest record line: one record is one document, as a report is.
+MAX_RECORD_LINE = MAX_BYTES
 
 
 class Start(NamedTuple):
@@ -45,6 +60,7 @@ class ProcessResults:
         self.exitstatus: Optional[int] = None  # None: the session never finished
         self.testscollected = testscollected
         self.corrupt_lines = 0
+        self.refused: Optional[str] = None  # the first record (or byte past the limit) refused
         self.pytest_stats: Optional[dict[str, Any]] = None  # pytest's own counts (consistency)
         self.collected = collected
         # With FLAKEWARDEN_RECORD_FIXTURES=1 (burn-in): per collected node id, the fixtures
@@ -147,21 +163,51 @@ class RecordReader:
         self._running: dict[str, Start] = {}
         self._offset = 0
         self._pending = b""
+        self._skipping = False  # inside a line past MAX_RECORD_LINE, dropped to its end
+        self._full = False  # MAX_RECORD_BYTES read: nothing more is
 
     def read_available(self) -> None:
         """Take in every whole line written since the last call."""
+        if self._full:
+            return
+        room = MAX_RECORD_BYTES - self._offset
         try:
-            with open(self.path, "rb") as stream:
-                stream.seek(self._offset)
-                data = stream.read()
+            handle = open_confined(self.path)
         except FileNotFoundError:
             return
+        except Refused as exc:  # a link, a FIFO: nothing the plugin writes
+            self._full = True
+            self._refuse(str(exc))  # says "refused" itself
+            return
+        try:
+            os.lseek(handle, self._offset, os.SEEK_SET)
+            data = bytes(read_bounded(handle, self.path, room))
+        finally:
+            os.close(handle)
+        if len(data) > room:
+            data = data[:room]
+            self._full = True
+            self._refuse(
+                f"{self.path} holds more than {MAX_RECORD_BYTES:,} bytes: the rest was refused"
+            )
         self._offset += len(data)
         data = self._pending + data
+        if self._skipping:
+            end = data.find(b"\n")
+            self._skipping = end < 0
+            data = b"" if end < 0 else data[end + 1 :]
         cut = data.rfind(b"\n") + 1
         self._pending = data[cut:]
+        if len(self._pending) > MAX_RECORD_LINE:
+            self._pending, self._skipping = b"", True
+            self.results.corrupt_lines += 1
+            self._refuse(f"a record in {self.path} of over {MAX_RECORD_LINE:,} bytes was refused")
         if cut:
             self._take(data[:cut])
+
+    def _refuse(self, line: str) -> None:
+        if self.results.refused is None:
+            self.results.refused = line
 
     def finish(self) -> ProcessResults:
         """Everything the file holds, read to its end."""
@@ -182,7 +228,7 @@ class RecordReader:
         results, running = self.results, self._running
         before = len(results.tests)
         with gc_paused():
-            for data_ in _decode(lines, results):
+            for data_ in _decode(lines, results, str(self.path)):
                 _add(data_, results, running, TestRecord.from_json)
             if self._on_records is not None and len(results.tests) > before:
                 self._on_records(results, results.tests[before:])
@@ -269,12 +315,14 @@ def gc_paused() -> Iterator[None]:
 BATCH_LINES = 512
 
 
-def _decode(lines: Iterable[str], results: ProcessResults) -> Iterator[Any]:
-    """Every non-blank line's JSON value, in order; undecodable lines are counted.
+def _decode(lines: Iterable[str], results: ProcessResults, where: str) -> Iterator[Any]:
+    """Every non-blank line's JSON value, in order; undecodable lines are counted, and
+    the first that is well-formed but out of the limits is named in ``results.refused``.
 
     A batch of lines joined into one JSON array decodes in a fraction of the time of a
     call per line. A batch holding a line that is not one whole object (cut short,
-    corrupt, or parsing into another number of values) is decoded again line by line.
+    corrupt, parsing into another number of values, or refused) is decoded again line
+    by line.
     """
     batch: list[str] = []
     whole = True  # every line of the batch is one object: starts with { and ends with }
@@ -282,7 +330,7 @@ def _decode(lines: Iterable[str], results: ProcessResults) -> Iterator[Any]:
         line = line.strip()
         if line:
             batch.append(line)
-            whole = whole and line[0] == "{" and line[-1] == "}"
+            whole = whole and line[0] == "{" and line[-1] == "}" and len(line) <= MAX_RECORD_LINE
             if len(batch) < BATCH_LINES:
                 continue
         elif not batch:
@@ -290,18 +338,40 @@ def _decode(lines: Iterable[str], results: ProcessResults) -> Iterator[Any]:
         values = None
         if whole:
             with contextlib.suppress(ValueError):
-                values = json.loads("[" + ",".join(batch) + "]")
+                values = parse_json("[" + ",".join(batch) + "]", where)
         if isinstance(values, list) and len(values) == len(batch):
             yield from values
         else:
             for one in batch:
-                try:
-                    value = json.loads(one)
-                except ValueError:
+                if len(one) > MAX_RECORD_LINE:
                     results.corrupt_lines += 1
+                    if results.refused is None:
+                        results.refused = (
+                            f"a record in {where} of over {MAX_RECORD_LINE:,} bytes was refused"
+                        )
+                    continue
+                try:
+                    value = parse_json(one, where)
+                except ValueError as exc:
+                    results.corrupt_lines += 1
+                    if results.refused is None and _well_formed(one):
+                        results.refused = f"{exc}; the record was refused"
                     continue
                 yield value
         batch, whole = [], True
+
+
+def _well_formed(line: str) -> bool:
+    """Whether Python's own reader takes ``line`` (or gives up on its nesting): a refusal of
+    the limits, not a line cut short by a process killed mid-write (common, and said
+    elsewhere)."""
+    try:
+        json.loads(line)
+    except RecursionError:
+        return True
+    except ValueError:
+        return False
+    return True
 
 
 def _start(data: dict[str, Any]) -> Start:

@@ -14,7 +14,11 @@ from pathlib import Path
 from typing import Optional
 
 from flakewarden.model import ExitCode, first_line
+from flakewarden.outside_json import read_tail
 from flakewarden.runner.process_results import ProcessResults
+
+#: Bytes read from the end of pytest's output to find the line that says what went wrong.
+LOG_TAIL = 1024 * 1024
 
 
 @dataclasses.dataclass
@@ -27,6 +31,8 @@ class SessionVerdict:
 def judge_session(results: ProcessResults, number: int) -> SessionVerdict:
     """What attempt ``number``'s session means for the run (nothing, for a plain finish)."""
     verdict = SessionVerdict()
+    if results.refused:  # the records the code under test left out of the limits
+        verdict.problems.append(f"attempt {number}: {results.refused}")
     if results.config is None:
         return verdict
     status = results.exitstatus
@@ -84,10 +90,7 @@ def never_started(exit_code: Optional[int], log: Path) -> SessionVerdict:
 
 def _last_line(log: Path) -> str:
     """The line that says what went wrong: the last ``error:`` line, else the last line."""
-    try:
-        lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-    except OSError:
-        return ""
+    lines = read_tail(log, LOG_TAIL).strip().splitlines()
     meaningful = [ln.strip() for ln in lines if ln.strip() and not set(ln.strip()) <= set("=-_ ")]
     errors = [ln for ln in meaningful if "error:" in ln.lower()]
     chosen = errors[-1] if errors else (meaningful[-1] if meaningful else "")

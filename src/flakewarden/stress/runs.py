@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from flakewarden.model import AttemptOutcome, TestRecord, first_line
+from flakewarden.outside_json import read_tail
 from flakewarden.runner import pytest_args
 from flakewarden.runner.process import plugin_env
 from flakewarden.runner.process_results import ProcessResults, read_results
@@ -392,8 +393,5 @@ class StressProcesses:
 
 
 def log_tail(path: Path, limit: int = 4000) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return text[-limit:].strip()
+    """The last ``limit`` characters of a log the tests wrote to, read bounded."""
+    return read_tail(path, 4 * limit)[-limit:].strip()

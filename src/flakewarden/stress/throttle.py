@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
 
+from flakewarden.outside_json import Refused, open_confined, read_bounded
 from flakewarden.runner.process import stop_group
 
 DEFAULT_PERIOD = 0.02
@@ -138,11 +139,17 @@ _SESSION = b'"kind": "session"'
 
 
 def _holds(results: Path, record: bytes) -> bool:
+    """Whether the first 4 MiB of the records hold ``record``; never waits on a FIFO."""
     try:
-        with open(results, "rb") as stream:
-            return record in stream.read(1 << 22)
-    except OSError:
+        handle = open_confined(results)
+    except (OSError, Refused):
         return False
+    try:
+        return record in read_bounded(handle, results, 1 << 22)
+    except Refused:
+        return False
+    finally:
+        os.close(handle)
 
 
 @contextlib.contextmanager

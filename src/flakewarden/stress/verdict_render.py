@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from flakewarden.errors import ReportError
-from flakewarden.reports.markdown import code, code_block, escape, table_cell, table_code
+from flakewarden.reports.markdown import code, code_block, escape, table_code
 from flakewarden.stress.draws import KINDS
 from flakewarden.stress.verdict import KNOB_DESCRIPTIONS, Arm, Failure, Verdict
 
@@ -61,7 +61,7 @@ def _number(value: object, default: float) -> float:
 
 def _cell(value: object) -> str:
     """Any value of a shard's ``verdict.json`` as an escaped table cell."""
-    return table_cell(str(value))
+    return escape(str(value))
 
 
 def _arm_label(arm: Arm) -> str:
@@ -208,7 +208,7 @@ def _evidence_lines(arms: list[Arm]) -> list[str]:
         low, high = arm.interval
         knob = f"{arm.knob}@{arm.shard}" if arm.shard else arm.knob
         out.append(
-            f"| {table_cell(arm.phase)} | {table_cell(knob)} | {arm.runs} | {arm.failures} "
+            f"| {escape(arm.phase)} | {escape(knob)} | {arm.runs} | {arm.failures} "
             f"| {_percent(arm.rate)} "
             f"| {_percent(low)} – {_percent(high)} | {_percent(arm.upper)} "
             f"| {_p(arm.p_value)} | {_p(arm.p_adjusted)} | {arm.processes} × {arm.repeat} "
@@ -320,7 +320,7 @@ def _where_lines(verdict: Verdict) -> list[str]:
         out += ["", "| line | code | score | evidence |", "|---|---|---|---|"]
         out += [
             f"| {table_code(s.location)} | {table_code(s.text)} | {s.score:.2f} | "
-            f"{table_cell(s.evidence)} |"
+            f"{escape(s.evidence)} |"
             for s in suspects[3:]
         ]
     out.append("")

@@ -132,7 +132,7 @@ def _rerun_processes(report: RunReport) -> list[str]:
     if not reruns or not notes:
         return []
     text = f"{forked} of {len(reruns)} reruns forked from a warm pytest; a new process: "
-    return [escape_markdown(text + "; ".join(notes[:3]), CELL_LIMIT * 4) + "."]
+    return [escape(text + "; ".join(notes[:3]), CELL_LIMIT * 4) + "."]
 
 
 def _notes(report: RunReport) -> list[str]:

@@ -152,3 +152,60 @@ def test_the_outside_json_benchmark_runs_at_a_tiny_size() -> None:
     for shape in ("whitespace", "empty-objects", "short-strings", "floats", "integers", "report"):
         assert f"\n{shape} " in done.stdout, done.stdout
     assert "medians of 1" in done.stdout
+
+
+def test_slowest_tests_ranks_a_real_runs_tests_by_the_time_of_all_their_attempts(
+    tmp_path: Path,
+) -> None:
+    from helpers.project import ISOLATED_INI, make_project
+
+    project = make_project(
+        tmp_path / "proj",
+        {
+            "test_pace.py": """
+            import time
+            from pathlib import Path
+
+            def test_quick():
+                pass
+
+            def test_slow():
+                time.sleep(0.6)
+
+            def test_slow_once_then_rerun():
+                marker = Path(__file__).with_name(".ran")
+                first = not marker.exists()
+                marker.write_text("x")
+                time.sleep(0.4)
+                assert not first
+            """
+        },
+        ini=ISOLATED_INI,
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "flakewarden", "run", "--", sys.executable, "-m", "pytest"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = project / "flakewarden-report" / "report.json"
+    done = _bench("slowest_tests.py", "--top", "2", "--files", str(report))
+    lines = done.stdout.splitlines()
+    top = lines[lines.index("slowest 2 tests (seconds, part, id):") + 1 :][:2]
+    # The rerun test ran twice (0.8 s in all): it outranks the one slow run; the quick test
+    # is not among the top 2.
+    assert [line.split()[-1] for line in top] == [
+        "test_pace.py::test_slow_once_then_rerun",
+        "test_pace.py::test_slow",
+    ]
+    assert float(top[0].split()[0]) >= 0.8 and float(top[1].split()[0]) >= 0.6
+    assert "flakewarden-report: 3 tests" in lines[0]
+    assert any(line.split()[1:] == ["3", "flakewarden-report", "test_pace.py"] for line in lines)
+    missing = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "slowest_tests.py"), str(tmp_path / "none.json")],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 2 and "not a readable report.json" in missing.stderr

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.project import make_project
@@ -167,7 +168,7 @@ def test_a_deadline_sized_at_import_is_a_race_under_the_load_knobs(tmp_path: Pat
 COIN_SEED = int(os.environ.get("COIN_SEED", "20261202"))
 
 
-def coin_test(fails: float) -> dict[str, str]:
+def coin_test(fails: float, seed: int = COIN_SEED) -> dict[str, str]:
     """A test that fails ``fails`` of its runs, from draws no knob and no seed changes."""
     return {
         "test_coin.py": f"""
@@ -187,7 +188,7 @@ def coin_test(fails: float) -> dict[str, str]:
                 counter.seek(0)
                 counter.truncate()
                 counter.write(str(n + 1))
-            return random.Random(f"{COIN_SEED}:{{n}}").random()
+            return random.Random(f"{seed}:{{n}}").random()
 
 
         def test_coin():
@@ -199,16 +200,35 @@ def coin_test(fails: float) -> dict[str, str]:
 COIN_TEST = coin_test(0.25)
 
 
+def _coin_verdict(root: Path, fails: float, seed: int) -> dict[str, Any]:
+    project = make_project(root, coin_test(fails, seed))
+    result, data = stress(project, "test_coin.py::test_coin")
+    assert result.returncode == 0, result.stderr
+    return data
+
+
+# No knob changes the coin's draws, yet it stays in the serial part: its evidence is
+# thousands of runs under its own CPU burners and throttle, which keep the cores busy
+# wherever it runs; beside other load it saved no time (docs/development.md).
 @pytest.mark.usefixtures("one_stress_at_a_time")
 @pytest.mark.parametrize("fails", [0.25, 0.70])
 def test_fixed_rate_random_failure_is_flaky_once_every_knob_is_bounded(
     tmp_path: Path, fails: float
 ) -> None:
     # A 25% (70%) failure from draws no knob and no pytest seed changes.
-    project = make_project(tmp_path / "flaky", coin_test(fails))
-    result, data = stress(project, "test_coin.py::test_coin")
-    assert result.returncode == 0, result.stderr
-    assert data["verdict"] == "flaky", f"COIN_SEED={COIN_SEED}: {data['reason']}"
+    seed = COIN_SEED
+    data = _coin_verdict(tmp_path / "flaky", fails, seed)
+    if data["verdict"] == "race":
+        # The engine calls a flat rate a race in at most alpha (5%) of trials, by design
+        # (tests/stress/test_sequential.py measures that rate), and only once a knob's
+        # e-value has crossed its threshold. Such a trial is allowed with that evidence;
+        # a second, independent one (other draws) must then be flaky: both false at 0.25%.
+        row = data["power"]["knobs"][data["knob"]]
+        assert row["state"] == "race" and row["e_value"] >= row["race_threshold"], row
+        assert data["statistics"]["ended_by"] == "race"
+        seed = COIN_SEED + 1
+        data = _coin_verdict(tmp_path / "flaky-again", fails, seed)
+    assert data["verdict"] == "flaky", f"COIN_SEED={seed}: {data['reason']}"
     assert data["quarantine_allowed"] is True
     assert data["statistics"]["ended_by"] == "bounded"
     power = data["power"]

@@ -205,3 +205,44 @@ def test_after():
     [problem] = result.report["problems"]
     assert problem.startswith("attempt 1: cannot read ")
     assert problem.endswith("NaN is not a number JSON allows; the record was refused")
+
+
+def test_a_rerun_that_crashes_after_its_tests_still_says_the_record_they_forged(
+    project: Project,
+) -> None:
+    """The rerun's session never finishes (a hook ends its process after the tests), so no
+    session check runs for it: the refused record is listed all the same."""
+    project.write(
+        "tests/conftest.py",
+        """
+import os
+
+
+def pytest_sessionfinish(session):
+    if os.path.exists("finished-once"):
+        os._exit(1)  # the rerun's session ends here, after its tests
+    open("finished-once", "w").close()
+""",
+    )
+    project.write(
+        "tests/test_f.py",
+        """
+import os
+
+
+def test_forges_on_its_rerun():
+    if not os.path.exists("failed-once"):
+        open("failed-once", "w").close()
+        assert False, "first attempt"
+    with open(os.environ["FLAKEWARDEN_RESULTS"], "a", encoding="utf-8") as stream:
+        stream.write('{"kind": "test", "id": "x", "phases": [], "duration": NaN}\\n')
+""",
+    )
+    result = project.run()
+    [test] = result.report["tests"]
+    assert test["id"] == "tests/test_f.py::test_forges_on_its_rerun"
+    assert [a["outcome"] for a in test["attempts"]] == ["failed", "passed"]
+    refused = [p for p in result.report["problems"] if "the record was refused" in p]
+    assert len(refused) == 1 and refused[0].startswith("attempt 2: cannot read "), result.report[
+        "problems"
+    ]

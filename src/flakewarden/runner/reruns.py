@@ -315,6 +315,9 @@ def _attempt(
     state.not_green = state.not_green or (continued.not_green and number == 1)
     state.not_green = state.not_green or continued.missed_failure
     if continued.unexplained:
+        from flakewarden.runner.sessions import refusals
+
+        state.problems.extend(refusals(continued.results, number))
         if number == 1:
             # Tests after the crash never ran: nothing can make this run green.
             state.exit_code = ExitCode.INTERNAL_ERROR

@@ -28,11 +28,15 @@ class SessionVerdict:
     not_green: bool = False  # at best exit 1
 
 
+def refusals(results: ProcessResults, number: int) -> list[str]:
+    """The problem to list when the code under test wrote a record out of the limits: said
+    whether its session finished or its process crashed."""
+    return [f"attempt {number}: {results.refused}"] if results.refused else []
+
+
 def judge_session(results: ProcessResults, number: int) -> SessionVerdict:
     """What attempt ``number``'s session means for the run (nothing, for a plain finish)."""
-    verdict = SessionVerdict()
-    if results.refused:  # the records the code under test left out of the limits
-        verdict.problems.append(f"attempt {number}: {results.refused}")
+    verdict = SessionVerdict(problems=refusals(results, number))
     if results.config is None:
         return verdict
     status = results.exitstatus

@@ -141,7 +141,7 @@ def assert_flaky_run(runner: Runner, run: ActionRun, project: Path) -> None:
     # The summary: totals, the flaky rows, the artifact name; identical to summary.md.
     summary = step.summary
     assert summary.startswith("## flakewarden: passed (2 flaky)\n")
-    assert r"| flaky | tests/test\_flaky.py::test\_sometimes | 1 of 2 failed |" in summary
+    assert r"| flaky | tests/test\_flaky.py:\:test\_sometimes | 1 of 2 failed |" in summary
     assert f"**{run.step('upload').with_['name']}**" in summary
     assert summary == (project / "flakewarden-report" / "summary.md").read_text(encoding="utf-8")
     # The tests ran with the user's interpreter, not flakewarden's venv.

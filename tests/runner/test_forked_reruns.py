@@ -39,7 +39,7 @@ def runs():
 def test_noted():
     COUNTER[0] += 1
     note = {{"pid": os.getpid(), "hash": hash("flakewarden"), "counter": COUNTER[0],
-             "random": random.random()}}
+             "random": random.random(), "env_seed": os.environ.get("PYTHONHASHSEED")}}
     with open(HERE / ".notes", "a") as stream:
         stream.write(json.dumps(note) + "\\n")
     assert runs() > {fails}
@@ -66,6 +66,9 @@ def test_a_failed_test_passes_in_a_forked_rerun_as_fresh_as_a_new_process(
     first, rerun = _notes(project)
     assert rerun["pid"] != first["pid"]
     assert rerun["hash"] != first["hash"]  # a hash seed of its own
+    # ... in the interpreter only: the environment is a new process's, so the test's own
+    # subprocesses draw their hash seeds as they would under a new process.
+    assert first["env_seed"] is None and rerun["env_seed"] is None
     assert first["counter"] == rerun["counter"] == 1  # the test module imported afresh
     assert "ran in a new process" not in result.stdout
 

@@ -110,8 +110,13 @@ class ForkServer:
         rootdir: str = "",
         # Start the next server when the current one is halfway; False: only ``prepare`` does.
         warm_ahead: bool = True,
+        # Set the drawn hash seed in each child's environment, so that the subprocesses of a
+        # run share it (a stress run replays); False: the environment is the run's own, as a
+        # new process's would be (a rerun's subprocesses draw their own).
+        hash_seed_in_env: bool = True,
     ) -> None:
         self.target = target
+        self.hash_seed_in_env = hash_seed_in_env
         self.conftests, self.rootdir = list(conftests), rootdir
         self.warm_ahead = warm_ahead
         self.script = script
@@ -171,7 +176,7 @@ class ForkServer:
         wanted = fixed_hash_seed(env)
         if wanted is not None and wanted != server.hash_seed:
             return None  # the run asks for a hash seed of its own: it is spawned with it
-        if server.hash_seed is not None:
+        if server.hash_seed is not None and self.hash_seed_in_env:
             env = {**env, HASH_SEED: str(server.hash_seed)}  # a child's own subprocesses too
         with open(log, "wb"):
             pass  # made here, so an unwritable log fails as a spawn's would

@@ -170,6 +170,7 @@ class RerunForks:
             conftests=conftests,
             rootdir=str(config.get("rootdir") or ""),
             warm_ahead=False,  # the next server is warmed by ``warm_next``
+            hash_seed_in_env=False,  # a new process's environment holds no drawn seed
         )
 
     def start(

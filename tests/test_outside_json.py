@@ -45,6 +45,8 @@ from flakewarden.outside_json import (
         ("[" + "0," * MAX_VALUES + "0]", f"more than {MAX_VALUES:,} values"),
         (b'{"a": "\xff"}', "not UTF-8"),
     ],
+    # The texts run to megabytes: as ids they would be test ids of megabytes.
+    ids=lambda value: None if isinstance(value, str) and len(value) < 60 else "",
 )
 def test_outside_json_out_of_bounds_is_refused_naming_the_field(
     text: str | bytes, why: str
@@ -64,6 +66,19 @@ def test_the_limits_themselves_are_kept() -> None:
     many = "[" + "{}," * (MAX_CONTAINERS - 2) + "{}]"  # the outer array is one of them
     assert len(parse_json(many, "r.json")) == MAX_CONTAINERS - 1
     assert parse_json(b'{"k": "\xc3\xa9"}', "r.json") == {"k": "é"}
+
+
+def test_brackets_commas_and_colons_inside_strings_are_not_counted_as_structure() -> None:
+    """The first count takes every bracket, comma and colon; a text over a limit by it is
+    counted again without its strings, and kept when its structure is within the limits."""
+    many = "{}," * MAX_CONTAINERS + ':"\\"[' * (MAX_VALUES // 2)
+    record = {"kind": "test", "id": "t.py::test[" + many + "]", "escaped": '\\"[{'}
+    assert parse_json(json.dumps(record), "r.json") == record
+    # The same count of containers outside a string is refused, escapes or not.
+    with pytest.raises(Refused, match="more than 1,000,000 objects and arrays"):
+        parse_json('["\\"", ' + "{}," * MAX_CONTAINERS + "{}]", "r.json")
+    with pytest.raises(Refused, match=f"more than {MAX_VALUES:,} values"):
+        parse_json('["[{\\\\", ' + "0," * MAX_VALUES + "0]", "r.json")
 
 
 def test_a_string_past_the_limit_is_refused_naming_it() -> None:

@@ -138,3 +138,39 @@ def test_after_an_attempt_an_orphan_goes_to_its_usual_reaper(project: Project) -
         """
     )
     assert seen == {"code": 0, "subreaper": 0, "ours": False, "gone": True}
+
+
+def test_a_helper_started_while_an_attempt_ends_is_not_taken_for_its_leftover(
+    project: Project,
+) -> None:
+    """A fork server is started from the thread reading an attempt's records; the attempt may
+    end meanwhile. Between the server's start and its naming (``keep``) it is a child of ours
+    like any leftover: ``starting`` keeps the attempt's end from ending it there."""
+    seen = project.drive(
+        """
+        import json, subprocess, threading, time
+        from flakewarden.runner import leftovers
+
+        assert leftovers.adopt_orphans()
+        started, named = threading.Event(), threading.Event()
+        helper = []
+
+        def start_helper():
+            with leftovers.starting():
+                helper.append(subprocess.Popen(["sleep", "30"]))
+                started.set()
+                time.sleep(0.5)  # the attempt ends here, before the helper is named
+                leftovers.keep(helper[0].pid)
+            named.set()
+
+        thread = threading.Thread(target=start_helper)
+        thread.start()
+        started.wait(20)
+        ended = leftovers.end_orphans()  # the attempt's end, as ``run_child`` ends it
+        thread.join()
+        alive = helper[0].poll() is None
+        helper[0].kill()
+        print(json.dumps({"ended": ended, "alive": alive, "named": named.is_set()}))
+        """
+    )
+    assert seen == {"ended": 0, "alive": True, "named": True}

@@ -98,6 +98,23 @@ def test_records_out_of_the_limits_are_refused_beside_valid_ones(tmp_path: Path)
     assert "nested deeper than 64 levels" in str(read_results(deep).refused)
 
 
+def test_tests_whose_records_were_refused_are_not_said_never_to_have_run(tmp_path: Path) -> None:
+    """pytest counted 3 tests; one record of 3 was refused: its test ran, its record is
+    what is missing, and the run is not green."""
+    refused = _test_line(2).replace('"duration": 0.001', '"duration": NaN')
+    session = {"kind": "session", "exitstatus": 0, "testscollected": 3}
+    lines = [_config(tmp_path), _test_line(0), _test_line(1), refused, json.dumps(session)]
+    path = tmp_path / "results.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    verdict = judge_session(read_results(path), 1)
+    assert verdict.not_green
+    assert verdict.problems[1] == (
+        "attempt 1: 1 of 3 tests have no record (1 record(s) could not be read or were "
+        "refused), so the run cannot be green"
+    )
+    assert not any("never ran" in problem for problem in verdict.problems)
+
+
 def test_a_line_past_the_limit_is_dropped_to_its_end_as_it_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -205,6 +222,33 @@ def test_after():
     [problem] = result.report["problems"]
     assert problem.startswith("attempt 1: cannot read ")
     assert problem.endswith("NaN is not a number JSON allows; the record was refused")
+
+
+def test_a_test_id_of_a_million_brackets_is_a_record_kept(project: Project) -> None:
+    """A parameter's text as its id (``ids=str``): a record whose id holds more brackets than
+    a document may hold containers is one string, and neither refused nor lost."""
+    project.write(
+        "tests/test_f.py",
+        """
+import pytest
+
+
+@pytest.mark.parametrize("text", ["[" + "{}," * 1_000_001 + "]", "0," * 4_000_001], ids=str)
+def test_takes(text):
+    assert text
+
+
+def test_after():
+    pass
+""",
+    )
+    result = project.run()
+    assert result.returncode == 0, result.stderr
+    assert result.report["problems"] == []
+    ids = [t["id"] for t in result.report["tests"]]
+    assert len(ids) == 3 and ids[-1] == "tests/test_f.py::test_after"
+    assert ids[0].count("{") == 1_000_001 and ids[1].count(",") == 4_000_001
+    assert all(t["outcome"] == "passed" for t in result.report["tests"])
 
 
 def test_a_rerun_that_crashes_after_its_tests_still_says_the_record_they_forged(

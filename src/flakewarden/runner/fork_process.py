@@ -42,16 +42,17 @@ class ServerProcess:
     def __init__(self, command: Sequence[str], env: Mapping[str, str], cwd: Path) -> None:
         self.hash_seed = fixed_hash_seed(env)
         self.errors: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
-            list(command),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.errors,
-            **new_group(),
-        )
-        leftovers.keep(self.proc.pid)  # an attempt that ends meanwhile leaves it be
+        with leftovers.starting():  # an attempt that ends meanwhile leaves it be
+            self.proc = subprocess.Popen(
+                list(command),
+                cwd=cwd,
+                env=dict(env),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.errors,
+                **new_group(),
+            )
+            leftovers.keep(self.proc.pid)
         assert self.proc.stdout is not None and self.proc.stdin is not None
         self.out = self.proc.stdout.fileno()
         os.set_blocking(self.out, False)

@@ -26,6 +26,7 @@ import contextlib
 import itertools
 import json
 import select
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -140,6 +141,9 @@ class ForkServer:
         self._standby: Optional[ServerProcess] = None
         self._retired: list[ServerProcess] = []
         self._ids = itertools.count(1)
+        # ``prepare`` may come from a thread reading records while ``pump`` and ``start``
+        # run in the caller's: the servers are changed under this lock only.
+        self._lock = threading.RLock()
 
     def __enter__(self) -> ForkServer:
         return self
@@ -170,6 +174,17 @@ class ForkServer:
         """Fork one run; None when it must be spawned. ``stop`` raises to abandon a wait."""
         if not cwd.is_dir():
             return None  # spawning says so, as it always has
+        with self._lock:
+            return self._start(args, cwd, env, log, stop)
+
+    def _start(
+        self,
+        args: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        log: Path,
+        stop: Callable[[], None],
+    ) -> Optional[Forked]:
         server = self._ready(stop)
         if server is None:
             return None
@@ -206,10 +221,15 @@ class ForkServer:
 
     def prepare(self) -> None:
         """Start the server that forks next now, so that it is ready when the first run comes."""
-        if self.usable and self._current is None and self._standby is None:
-            self._standby = self._launch()
+        with self._lock:
+            if self.usable and self._current is None and self._standby is None:
+                self._standby = self._launch()
 
     def pump(self) -> None:
+        with self._lock:
+            self._pump()
+
+    def _pump(self) -> None:
         for server in self._alive():
             server.pump()
             if not server.gone or server.closing:
@@ -229,10 +249,11 @@ class ForkServer:
         self._wait_on(self._alive(), timeout)
 
     def close(self) -> None:
-        for server in self._alive():
-            server.close()
-        self._current = self._standby = None
-        self._retired = []
+        with self._lock:
+            for server in self._alive():
+                server.close()
+            self._current = self._standby = None
+            self._retired = []
 
     # -- servers ------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Optional
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -43,6 +43,18 @@ _adopting = False
 _own: set[int] = set()
 # Our own helpers that outlive attempts (``keep``): not an attempt's leftovers.
 _kept: set[int] = set()
+# Held while a child is started and named (``starting``), and while leftovers are ended or
+# reaped: a fork server started from the thread reading an attempt's records, between its
+# start and ``keep``, was once killed as the ending attempt's leftover.
+_naming = threading.Lock()
+
+
+@contextlib.contextmanager
+def starting() -> Iterator[None]:
+    """Start a child of ours and name it (``own`` or ``keep``) inside this: no leftover is
+    ended or reaped meanwhile, so a child not yet named is never taken for one."""
+    with _naming:
+        yield
 
 
 def own(pid: int) -> None:
@@ -147,12 +159,13 @@ def end_orphans(exclude: Collection[int] = ()) -> int:
     me = os.getpid()
     ended = 0
     for _ in range(MAX_ROUNDS):
-        found = [pid for pid in children(me) if pid not in exclude and pid not in _kept]
+        with _naming:
+            found = [pid for pid in children(me) if pid not in exclude and pid not in _kept]
+            for pid in found:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
         if not found:
             break
-        for pid in found:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
         for pid in found:
             _reap(pid)
         ended += len(found)
@@ -180,6 +193,11 @@ def reap_exited_orphans(exclude: Collection[int] = ()) -> int:
     """
     if not _adopting:
         return 0
+    with _naming:
+        return _reap_exited(exclude)
+
+
+def _reap_exited(exclude: Collection[int]) -> int:
     me, group = os.getpid(), os.getpgrp()
     reaped = 0
     for pid in children(me):

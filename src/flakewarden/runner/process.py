@@ -181,17 +181,18 @@ def spawn(
     else runs in our session (stress's burners) instead of getting a share of its own.
     """
     try:
-        child = subprocess.Popen(
-            list(command),
-            cwd=cwd,
-            env=dict(env),
-            stdout=stdout,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=session,
-            **({} if session else new_group()),
-        )
-        leftovers.own(child.pid)
+        with leftovers.starting():
+            child = subprocess.Popen(
+                list(command),
+                cwd=cwd,
+                env=dict(env),
+                stdout=stdout,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=session,
+                **({} if session else new_group()),
+            )
+            leftovers.own(child.pid)
         return child
     except FileNotFoundError as exc:
         raise UsageError(f"command not found: {command[0]}") from exc

@@ -68,11 +68,18 @@ def judge_session(results: ProcessResults, number: int) -> SessionVerdict:
         ran = len(results.order)
         if number == 1 and results.testscollected > ran:
             never = results.testscollected - ran
-            verdict.problems.append(
-                f"attempt 1: pytest stopped after {ran} of {results.testscollected} tests "
-                f"(-x, --maxfail, or a test that stopped the session?): {never} never ran, "
-                "so the run cannot be green"
-            )
+            if results.corrupt_lines:  # their records, not the tests, may be what is missing
+                verdict.problems.append(
+                    f"attempt 1: {never} of {results.testscollected} tests have no record "
+                    f"({results.corrupt_lines} record(s) could not be read or were refused), "
+                    "so the run cannot be green"
+                )
+            else:
+                verdict.problems.append(
+                    f"attempt 1: pytest stopped after {ran} of {results.testscollected} tests "
+                    f"(-x, --maxfail, or a test that stopped the session?): {never} never ran, "
+                    "so the run cannot be green"
+                )
             verdict.not_green = True
     return verdict
 

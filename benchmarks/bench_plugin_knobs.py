@@ -2,6 +2,7 @@
 
 Run:  python benchmarks/bench_plugin_knobs.py [--pairs 10] [--repeat 1000] [--rounds 5]
                                               [--probability 0.001] [--python PATH]
+                                              [--tests trivial,loop,threads,steps] [--warmups 1]
 
 A project is generated in a temporary directory with four tests: ``trivial`` (passes),
 ``loop`` (100,000 iterations of a loop in the project's own module, one thread),
@@ -130,20 +131,26 @@ def _stamps(records: list[dict[str, Any]]) -> float:
 
 
 def per_run(
-    python: str, project: Path, plugin: Path, pairs: int, probability: float
+    python: str,
+    project: Path,
+    plugin: Path,
+    pairs: int,
+    probability: float,
+    tests: list[str],
+    warmups: int = 1,
 ) -> tuple[dict[tuple[str, str], list[float]], dict[str, list[float]]]:
     walls: dict[tuple[str, str], list[float]] = {}
     configure: dict[str, list[float]] = {}
     shuffle = random.Random(0).shuffle
-    for number in range(pairs + 1):
-        for test in TESTS:
+    for number in range(pairs + warmups):
+        for test in tests:
             arms = list(ARMS)
             shuffle(arms)
             for arm in arms:
                 started = time.perf_counter()
                 extra = arm_env(arm, number, probability)
                 records = run(python, project, plugin, f"test_knobs.py::test_{test}", extra)
-                if number:  # round 0 warms up
+                if number >= warmups:  # the first rounds warm up
                     walls.setdefault((test, arm), []).append(time.perf_counter() - started)
                     configure.setdefault(arm, []).append(_stamps(records))
     return walls, configure
@@ -173,7 +180,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5, help="rounds of the per-test arms")
     parser.add_argument("--probability", type=float, default=0.001, help="the yield knob's")
     parser.add_argument("--python", default=sys.executable, help="the tested interpreter")
+    parser.add_argument(
+        "--tests", default=",".join(TESTS), help="the per-run tests, of " + ", ".join(TESTS)
+    )
+    parser.add_argument("--warmups", type=int, default=1, help="unmeasured rounds before the pairs")
     options = parser.parse_args()
+    tests = [t for t in options.tests.split(",") if t]
+    if not tests or set(tests) - set(TESTS):
+        parser.error(f"--tests takes some of {', '.join(TESTS)}")
     version = subprocess.run(
         [options.python, "-c", "import sys; print(sys.version.split()[0])"],
         capture_output=True,
@@ -188,14 +202,20 @@ def main() -> int:
         project = Path(work) / "proj"
         make_project(project)
         walls, configure = per_run(
-            options.python, project, plugin, options.pairs, options.probability
+            options.python,
+            project,
+            plugin,
+            options.pairs,
+            options.probability,
+            tests,
+            options.warmups,
         )
         costs = per_test(
             options.python, project, plugin, options.rounds, options.repeat, options.probability
         )
     print(f"\nper run: wall median s (median difference from plain, ms), {options.pairs} rounds")
     print(f"{'test':10s}" + "".join(f"{arm:>22s}" for arm in ARMS))
-    for test in TESTS:
+    for test in tests:
         cells = []
         for arm in ARMS:
             wall = statistics.median(walls[(test, arm)])

@@ -123,9 +123,13 @@ def test_dashboard_benchmark_runs_at_a_tiny_size() -> None:
 
 def test_plugin_knobs_benchmark_runs_at_a_tiny_size() -> None:
     done = _bench(
-        "bench_plugin_knobs.py", *("--pairs", "1", "--repeat", "20", "--rounds", "1"), timeout=300
+        "bench_plugin_knobs.py",
+        *("--pairs", "1", "--repeat", "20", "--rounds", "1"),
+        *("--tests", "threads", "--warmups", "0"),
+        timeout=300,
     )
     assert "per test: trivial repeated 20 times in one process" in done.stdout, done.stdout
+    assert "\nthreads " in done.stdout and "\nloop " not in done.stdout, done.stdout
     assert "set-up: plugin imported to configured" in done.stdout, done.stdout
 
 

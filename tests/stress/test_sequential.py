@@ -47,6 +47,23 @@ def test_a_sign_in_the_knobs_favour_weighs_two_theta() -> None:
     assert sequential.e_value("throttle") == pytest.approx(1.0)
 
 
+def test_a_round_crosses_once_its_pairs_so_far_would_make_a_race_and_adds_nothing() -> None:
+    """What ends a round early: exactly what adding its processes so far would decide."""
+    sequential = Sequential(KNOBS)
+    for _ in range(7):
+        sequential.add_round({"baseline": [Counts(20, 0)], "switch-interval": [Counts(20, 9)]})
+    assert not sequential.races()
+    before = sequential.e_value("switch-interval")
+    # The throttle's step has not run: its arm is absent, as in a round cut short.
+    cut = {"baseline": [Counts(20, 0)], "switch-interval": [Counts(20, 9)]}
+    assert sequential.crossing(cut) == "switch-interval"
+    assert sequential.e_value("switch-interval") == before  # nothing was added
+    assert sequential.crossing({"baseline": [Counts(20, 0)], "cpu-load": [Counts(20, 3)]}) == ""
+    assert sequential.crossing({"switch-interval": [Counts(20, 9)]}) == ""  # no pair yet
+    sequential.add_round(cut)
+    assert sequential.races() == ["switch-interval"]
+
+
 def _trial(rng: random.Random, base: float, knob: dict[str, float], rounds: int) -> Sequential:
     sequential = Sequential(KNOBS)
     for _ in range(rounds):

@@ -199,6 +199,22 @@ class Sequential:
             for i, theta in enumerate(THETA_GRID):
                 ratios[i] += higher * math.log(2 * theta) + lower * math.log(2 * (1 - theta))
 
+    def crossing(self, rounds: Mapping[str, Sequence[Counts]]) -> str:
+        """The first knob that this round's processes so far (not yet added) would make a
+        race, or ``""``: its pairs so far are evidence as the whole round's would be."""
+        base = rounds.get("baseline", [])
+        for knob in self.knobs:
+            higher, lower = paired_signs(base, rounds.get(knob, []))
+            if not higher and not lower:
+                continue
+            logs = [
+                ratio + higher * math.log(2 * theta) + lower * math.log(2 * (1 - theta))
+                for ratio, theta in zip(self.log_lr[knob], THETA_GRID)
+            ]
+            if _log_sum(logs) - math.log(len(THETA_GRID)) >= math.log(self.threshold):
+                return knob
+        return ""
+
     def _record(self, arm: str, processes: Sequence[Counts]) -> None:
         if not processes:
             return

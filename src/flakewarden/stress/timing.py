@@ -217,6 +217,16 @@ def _round(
     shift = evidence.looks % len(steps)
     for step in steps[shift:] + steps[:shift]:
         step()
+        # A knob whose pairs so far cross the threshold is a race now: the round's other
+        # steps would add nothing to its evidence (stopping at any pair is what Ville's
+        # inequality allows), and a throttled step can take most of a round.
+        crossed = evidence.sequential.crossing(evidence.round)
+        if crossed:
+            found.note(
+                f"timing: round {evidence.looks + 1} ended once {crossed} crossed the race "
+                "threshold, before the arms still to run in it"
+            )
+            break
     evidence.sequential.add_round(evidence.round)
     evidence.looks += 1
     for knob, load in evidence.loads.items():

@@ -7,26 +7,38 @@ naming the key's path and, for a misspelt key, the nearest valid one.
 
 from __future__ import annotations
 
-import math
-import re
-import reprlib
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
+from flakewarden.config_values import (
+    Check,
+    boolean,
+    choice,
+    label,
+    nearest,
+    number,
+    optional_days,
+    optional_percent,
+    optional_runs,
+    optional_seconds,
+    owners,
+    patterns,
+    plain_text,
+    shown,
+    verdicts,
+    webhook,
+    whole,
+)
 from flakewarden.config_yaml import SHOWN, load_yaml
 from flakewarden.errors import ConfigError
 from flakewarden.model.environment import DEFAULT_PATTERNS
 from flakewarden.model.verdicts import (
     FLAKY,
-    INCONCLUSIVE,
-    NEVER_QUARANTINE,
     NOT_REPRODUCIBLE,
     UNTOUCHED_POLICIES,
-    VERDICTS,
 )
 
 DEFAULT_PATH = Path(".github") / "flakewarden.yml"
-MAX_ATTEMPT_TIMEOUT = 10 * 24 * 3600.0  # seconds: ten days is no limit at all
 
 
 # The three records below are NamedTuples, not dataclasses: ``flakewarden run`` reads its
@@ -117,232 +129,61 @@ class Config(NamedTuple):
     source: Optional[Path] = None  # the file read, if any
 
 
-Check = Callable[[str, Any], Any]
-
-#: The largest whole number any key takes.
-MAX_WHOLE = 1_000_000_000
-
-_repr = reprlib.Repr()
-_repr.maxlevel, _repr.maxlist, _repr.maxtuple, _repr.maxdict = 2, 4, 4, 4
-_repr.maxstring, _repr.maxother, _repr.maxlong = SHOWN, SHOWN, 40
-
-
-def shown(value: Any) -> str:
-    """A bad value as an error message quotes it: ``repr``, cut short, whatever its size."""
-    text = _repr.repr(value)
-    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
-
-
-def _int(minimum: int, maximum: int = MAX_WHOLE) -> Check:
-    def check(path: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{path}: expected a whole number, got {shown(value)}")
-        if value < minimum:
-            raise ConfigError(f"{path}: must be {minimum} or more, got {shown(value)}")
-        if value > maximum:
-            raise ConfigError(f"{path}: must be at most {maximum}, got {shown(value)}")
-        return value
-
-    return check
-
-
-def _number(low: float, high: float, *, low_open: bool = False) -> Check:
-    def check(path: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{path}: expected a number, got {shown(value)}")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ConfigError(f"{path}: expected a finite number, got {shown(value)}")
-        if value > high or value < low or (low_open and value == low):
-            bound = f"above {low:g}" if low_open else f"{low:g} or more"
-            raise ConfigError(f"{path}: must be {bound} and at most {high:g}, got {shown(value)}")
-        return float(value)
-
-    return check
-
-
-def _bool(path: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{path}: expected true or false, got {shown(value)}")
-    return value
-
-
-def _choice(path: str, value: Any, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise ConfigError(f"{path}: expected one of {', '.join(choices)}, got {shown(value)}")
-    return str(value)
-
-
-def _text(path: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{path}: expected a non-empty string, got {shown(value)}")
-    return value
-
-
-# CODEOWNERS' owner forms: @user, @org/team, an email address (``github.codeowners``).
-_OWNER = re.compile(
-    r"@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}"
-    r"|@[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
-    r"|[^@\s]+@[^@\s]+\.[^@\s]+"
-)
-
-
-def _owners(path: str, value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """``owners:``, CODEOWNERS patterns to owners, in the file's order (the last match wins)."""
-    if not isinstance(value, dict):
-        raise ConfigError(
-            f"{path}: expected a mapping of path patterns to owners, got {shown(value)}"
-        )
-    out = []
-    for pattern, owners in value.items():
-        where = f"{path}.{shown(pattern)}"
-        if not isinstance(pattern, str) or not pattern.strip() or pattern.startswith("!"):
-            raise ConfigError(
-                f"{where}: expected a path pattern (no ! negation), got {shown(pattern)}"
-            )
-        names = [owners] if isinstance(owners, str) else owners
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise ConfigError(
-                f"{where}: expected an owner or a list of owners, got {shown(owners)}"
-            )
-        for name in names:
-            if not _OWNER.fullmatch(name):
-                raise ConfigError(
-                    f"{where}: {shown(name)} is not @user, @org/team or an email address"
-                )
-        out.append((pattern.strip(), tuple(names)))
-    return tuple(out)
-
-
-def _label(path: str, value: Any) -> str:
-    text = _text(path, value)
-    if len(text) > 50 or any(c in text for c in ",\n\r"):
-        raise ConfigError(
-            f"{path}: a label name of at most 50 characters, no comma, got {shown(value)}"
-        )
-    return text
-
-
-def _optional_percent(path: str, value: Any) -> Optional[float]:
-    return None if value is None else _number(0, 100)(path, value)
-
-
-def _optional_seconds(path: str, value: Any) -> Optional[float]:
-    return None if value is None else _number(0, MAX_ATTEMPT_TIMEOUT, low_open=True)(path, value)
-
-
-def _verdicts(path: str, value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{path}: expected a list of verdicts, got {shown(value)}")
-    for verdict in value:
-        if verdict in NEVER_QUARANTINE:
-            why = (
-                "the runs ended before a knob's effect was found or ruled out"
-                if verdict == INCONCLUSIVE
-                else "a race or a real break must be fixed, not hidden"
-            )
-            raise ConfigError(f"{path}: {shown(verdict)} can never allow a quarantine ({why})")
-        if verdict not in VERDICTS:
-            raise ConfigError(
-                f"{path}: unknown verdict {shown(verdict)}{_nearest(verdict[:SHOWN], VERDICTS)}"
-            )
-    return tuple(value)
-
-
 POLICY_KEYS: dict[str, Check] = {
-    "min_failures": _int(1),
-    "require_stress_verdict": _bool,
-    "stress_runs": _int(1),
-    "allowed_verdicts": _verdicts,
-    "verdict_max_age_days": _number(0, 3650, low_open=True),
-    "max_knob_increase": _number(0, 1),
-    "relative_knob_increase": _number(0, 10),
-    "enter_failure_rate": _number(0, 1, low_open=True),
-    "exit_failure_rate": _number(0, 1),
-    "min_runs_to_release": _int(1),
-    "max_days": _number(0, 3650, low_open=True),
-    "min_runs": _int(1),
+    "min_failures": whole(1),
+    "require_stress_verdict": boolean,
+    "stress_runs": whole(1),
+    "allowed_verdicts": verdicts,
+    "verdict_max_age_days": number(0, 3650, low_open=True),
+    "max_knob_increase": number(0, 1),
+    "relative_knob_increase": number(0, 10),
+    "enter_failure_rate": number(0, 1, low_open=True),
+    "exit_failure_rate": number(0, 1),
+    "min_runs_to_release": whole(1),
+    "max_days": number(0, 3650, low_open=True),
+    "min_runs": whole(1),
 }
-
-
-def _optional_runs(path: str, value: Any) -> Optional[int]:
-    return None if value is None else int(_int(1)(path, value))
-
-
-def _optional_days(path: str, value: Any) -> Optional[float]:
-    return None if value is None else _number(0, 3650, low_open=True)(path, value)
-
-
-def _webhook(path: str, value: Any) -> Optional[str]:
-    if value is None:
-        return None
-    text = _text(path, value)
-    if not re.match(r"https?://[^/\s@]+(/\S*)?$", text):
-        raise ConfigError(f"{path}: expected an http(s) URL without a user name or password")
-    return text
-
-
-def _patterns(path: str, value: Any) -> tuple[str, ...]:
-    from flakewarden.model.rerun_policy import check
-
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list) or not items:
-        raise ConfigError(f"{path}: expected a pattern or a list of patterns, got {shown(value)}")
-    for item in items:
-        try:
-            check(item)
-        except ValueError as exc:
-            raise ConfigError(f"{path}: {str(exc)[:200]}") from None
-    return tuple(items)
-
-
-NOTIFY_KEYS: dict[str, Check] = {"webhook_url": _webhook}
-RERUN_KEYS: dict[str, Check] = {"only": _patterns, "except": _patterns}
-RETRY_KEYS: dict[str, Check] = {"count_as_flaky": _bool}
+NOTIFY_KEYS: dict[str, Check] = {"webhook_url": webhook}
+RERUN_KEYS: dict[str, Check] = {"only": patterns, "except": patterns}
+RETRY_KEYS: dict[str, Check] = {"count_as_flaky": boolean}
 CAUSE_KEYS: dict[str, Check] = {
-    "environment": _patterns,
-    "builtin_environment": _bool,
-    "environment_rerun_limit": _int(0),
-    "storm_tests": _int(2),
+    "environment": patterns,
+    "builtin_environment": boolean,
+    "environment_rerun_limit": whole(0),
+    "storm_tests": whole(2),
 }
 
 HISTORY_KEYS: dict[str, Check] = {
-    "default_branch": _text,
-    "window_runs": _optional_runs,
-    "window_days": _optional_days,
-    "fell_over_share": _number(0, 1, low_open=True),
+    "default_branch": plain_text,
+    "window_runs": optional_runs,
+    "window_days": optional_days,
+    "fell_over_share": number(0, 1, low_open=True),
 }
 BURN_IN_KEYS: dict[str, Check] = {
-    "fail_on_flaky": _bool,
-    "budget_seconds": _number(0, 24 * 3600, low_open=True),
-    "cap": _int(1, 10_000),
+    "fail_on_flaky": boolean,
+    "budget_seconds": number(0, 24 * 3600, low_open=True),
+    "cap": whole(1, 10_000),
 }
 BLAME_KEYS: dict[str, Check] = {
-    "base": _text,
-    "untouched_failures": lambda path, value: _choice(path, value, UNTOUCHED_POLICIES),
-    "check_base": _bool,
-    "base_timeout": _number(0, 24 * 3600, low_open=True),
+    "base": plain_text,
+    "untouched_failures": lambda path, value: choice(path, value, UNTOUCHED_POLICIES),
+    "check_base": boolean,
+    "base_timeout": number(0, 24 * 3600, low_open=True),
 }
 TOP_KEYS: dict[str, Check] = {
-    "reruns": _int(0, 100),
-    "max_failures": _int(0),
-    "fail_on_flaky": _bool,
-    "cov_fail_under": _optional_percent,
-    "report_dir": _text,
-    "known_race_patterns": _text,
-    "issues_deadline": _number(0, 3600, low_open=True),
-    "quarantine_read_deadline": _number(0, 3600, low_open=True),
-    "attempt_timeout": _optional_seconds,
-    "fork_reruns": _bool,
-    "owners": _owners,
-    "triage_label": _label,
+    "reruns": whole(0, 100),
+    "max_failures": whole(0),
+    "fail_on_flaky": boolean,
+    "cov_fail_under": optional_percent,
+    "report_dir": plain_text,
+    "known_race_patterns": plain_text,
+    "issues_deadline": number(0, 3600, low_open=True),
+    "quarantine_read_deadline": number(0, 3600, low_open=True),
+    "attempt_timeout": optional_seconds,
+    "fork_reruns": boolean,
+    "owners": owners,
+    "triage_label": label,
 }
-
-
-def _nearest(key: str, choices: Any) -> str:
-    import difflib  # here: only a misspelt key needs it, every run would pay its import
-
-    match = difflib.get_close_matches(key, list(choices), n=1, cutoff=0.5)
-    return f"; did you mean {match[0]!r}?" if match else ""
 
 
 def _check_mapping(
@@ -357,7 +198,7 @@ def _check_mapping(
     for key, value in data.items():
         if not isinstance(key, str) or key not in valid:
             name = key[:SHOWN] if isinstance(key, str) else shown(key)
-            raise ConfigError(f"{where}: {prefix}{name}: unknown key{_nearest(name, valid)}")
+            raise ConfigError(f"{where}: {prefix}{name}: unknown key{nearest(name, valid)}")
         path = f"{prefix}{key}"
         if key in keys:
             out[key] = keys[key](f"{where}: {path}", value)

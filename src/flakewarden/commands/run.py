@@ -19,8 +19,8 @@ from flakewarden.commands.argtypes import (
 )
 from flakewarden.commands.blame_options import add_blame_options, blame_for
 from flakewarden.commands.shard_options import add_shard_options, durations_from
-from flakewarden.config import MAX_ATTEMPT_TIMEOUT
 from flakewarden.config import load as load_config
+from flakewarden.config_values import MAX_ATTEMPT_TIMEOUT
 from flakewarden.console import one_line, say
 from flakewarden.errors import UsageError
 from flakewarden.model import ExitCode, Outcome, timings

@@ -147,15 +147,18 @@ def test_an_open_knob_says_how_many_runs_would_settle_it() -> None:
 
 
 def test_a_leaning_knob_gets_twice_the_runs_of_an_open_one() -> None:
+    # Four pairs won and one lost: it leans (evidence above 1), sweeps nothing.
     sequential = Sequential(KNOBS)
-    sequential.add_round(
-        {
-            "baseline": [Counts(20, 0)],
-            "switch-interval": [Counts(20, 3)],
-            "cpu-load": [Counts(20, 0)],
-            "throttle": [Counts(20, 0)],
-        }
-    )
+    for knob_failures, base_failures in [(3, 0), (2, 0), (4, 1), (0, 2), (3, 0)]:
+        sequential.add_round(
+            {
+                "baseline": [Counts(20, base_failures)],
+                "switch-interval": [Counts(20, knob_failures)],
+                "cpu-load": [Counts(20, 0)],
+                "throttle": [Counts(20, 0)],
+            }
+        )
+    assert sequential.signs["switch-interval"] == (4, 1)
     assert sequential.leans("switch-interval")
     assert sequential.allocation() == {
         "switch-interval": 2,
@@ -163,6 +166,26 @@ def test_a_leaning_knob_gets_twice_the_runs_of_an_open_one() -> None:
         "throttle": 1,
         "baseline": 2,
     }
+
+
+def test_a_knob_that_won_every_pair_gets_the_pairs_that_would_make_it_a_race() -> None:
+    """One pair won: 7 more straight wins reach the threshold (80 for 4 knobs), so the next
+    round gives it (and the baseline) 7 processes; winning them all decides it there."""
+    sequential = Sequential((*KNOBS, "yield"))
+    sequential.add_round({"baseline": [Counts(20, 0)], "switch-interval": [Counts(20, 3)]})
+    assert sequential.allocation() == {
+        "switch-interval": 7,
+        "cpu-load": 1,
+        "throttle": 1,
+        "yield": 1,
+        "baseline": 7,
+    }
+    sequential.add_round({"baseline": [Counts(20, 0)] * 7, "switch-interval": [Counts(20, 3)] * 7})
+    assert sequential.races() == ["switch-interval"]
+    # One straight win fewer would not have been enough: 7 is the fewest that decide.
+    short = Sequential((*KNOBS, "yield"))
+    short.add_round({"baseline": [Counts(20, 0)] * 7, "switch-interval": [Counts(20, 3)] * 7})
+    assert not short.races()
 
 
 def test_the_margin_grows_with_the_baseline_rate() -> None:

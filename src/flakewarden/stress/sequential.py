@@ -72,6 +72,10 @@ BASELINE_CONFIDENCE = 0.95
 # knob changes nothing).
 THETA_GRID = (0.55, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999)
 
+# The most processes a knob sweeping its pairs gets in one round (``Sequential._sweep``):
+# a knob with no evidence yet needs 8 straight wins to cross the threshold of 4 knobs.
+SWEEP_PAIRS = 8
+
 # The tail below which clean processes count as clustered: checked at every round, so a
 # looser test would fire on independent runs by chance and slow their bound for nothing;
 # real clustering sits far beyond it.
@@ -139,6 +143,8 @@ class Sequential:
         # a load knob's runs at the levels before its last (its bound starts afresh at each)
         self.earlier: dict[str, Counts] = {k: Counts(0, 0) for k in self.knobs}
         self.log_lr: dict[str, list[float]] = {k: [0.0] * len(THETA_GRID) for k in self.knobs}
+        # pairs each knob's process failed more (fewer) of its runs than its baseline's did
+        self.signs: dict[str, tuple[int, int]] = {k: (0, 0) for k in self.knobs}
         self.rate_bounds: dict[str, RateBound] = {}
         # the rate per run with processes as the units: what clustered failures are bounded by
         self.process_bounds: dict[str, ShareBound] = {}
@@ -195,6 +201,8 @@ class Sequential:
             total = self.totals[knob]
             self.totals[knob] = Counts(total.runs + counts.runs, total.failures + counts.failures)
             higher, lower = paired_signs(base_processes, processes)
+            won, lost = self.signs[knob]
+            self.signs[knob] = (won + higher, lost + lower)
             ratios = self.log_lr[knob]
             for i, theta in enumerate(THETA_GRID):
                 ratios[i] += higher * math.log(2 * theta) + lower * math.log(2 * (1 - theta))
@@ -352,7 +360,7 @@ class Sequential:
             k: (
                 0
                 if self.state(k) == BOUNDED
-                else (4 if self.e_value(k) >= halfway else 2)
+                else max(4 if self.e_value(k) >= halfway else 2, self._sweep(k))
                 if self.leans(k)
                 else 1
             )
@@ -360,6 +368,23 @@ class Sequential:
         }
         shares["baseline"] = max([1, *shares.values()])
         return shares
+
+    def _sweep(self, knob: str) -> int:
+        """For a knob that won every pair it did not tie: the pairs that would make it a race
+        were it to win each (at most ``SWEEP_PAIRS``), so a strong race is decided in the
+        next round instead of three rounds on; 0 for any other knob. A knob that changes
+        nothing sweeps its first pairs by chance, and its extra processes count toward its
+        bound as any would (the allocation is chosen before the round: still valid)."""
+        won, lost = self.signs[knob]
+        if lost or not won:
+            return 0
+        logs = list(self.log_lr[knob])
+        target = math.log(self.threshold) + math.log(len(THETA_GRID))
+        for pairs in range(1, SWEEP_PAIRS + 1):
+            logs = [value + math.log(2 * theta) for value, theta in zip(logs, THETA_GRID)]
+            if _log_sum(logs) >= target:
+                return pairs
+        return SWEEP_PAIRS
 
     def runs_to_settle(self, knob: str) -> Optional[int]:
         """About how many more runs of this knob (and as many of the baseline) would settle it.

@@ -27,7 +27,7 @@ the budget ends it and the question stays open (``inconclusive``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
 from flakewarden.model.binomial import ALPHA, binomial_cdf, lower_bound, upper_bound
@@ -42,6 +42,13 @@ from flakewarden.stress.bounds import (
     RateBound,
     ShareBound,
     anytime_upper_bound,
+)
+from flakewarden.stress.signs import (
+    THETA_GRID,
+    mixture_log,
+    paired_signs,
+    wins_to_cross,
+    with_signs,
 )
 
 __all__ = [
@@ -59,7 +66,6 @@ __all__ = [
     "RateBound",
     "Sequential",
     "anytime_upper_bound",
-    "knob_summary",
     "paired_signs",
 ]
 
@@ -67,15 +73,6 @@ __all__ = [
 # Clopper-Pearson), so a baseline that failed more often than usual by chance
 # neither hides an increase nor widens the margin.
 BASELINE_CONFIDENCE = 0.95
-# The chances that a knob's process fails more of its runs than its paired baseline
-# process does, that the race test's mixture is spread over (a fair coin when the
-# knob changes nothing).
-THETA_GRID = (0.55, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999)
-
-# The most processes a knob sweeping its pairs gets in one round (``Sequential._sweep``):
-# a knob with no evidence yet needs 8 straight wins to cross the threshold of 4 knobs.
-SWEEP_PAIRS = 8
-
 # The tail below which clean processes count as clustered: checked at every round, so a
 # looser test would fire on independent runs by chance and slow their bound for nothing;
 # real clustering sits far beyond it.
@@ -93,35 +90,6 @@ def _total(processes: Sequence[Counts]) -> Counts:
 def _shares(processes: Sequence[Counts]) -> list[float]:
     """Processes as the units: each one's share of failing runs."""
     return [p.failures / p.runs for p in processes if p.runs]
-
-
-def _log_sum(values: Iterable[float]) -> float:
-    items = list(values)
-    if not items:
-        return -math.inf
-    peak = max(items)
-    if peak == -math.inf:
-        return peak
-    return peak + math.log(math.fsum(math.exp(v - peak) for v in items))
-
-
-def paired_signs(base: Sequence[Counts], knob: Sequence[Counts]) -> tuple[int, int]:
-    """Pairs in which the knob's process failed a larger (smaller) share of its runs.
-
-    The i-th knob process of a round is paired with the round's i-th baseline
-    process, an order fixed before either ran. When the knob changes nothing,
-    the two processes of a pair are alike whatever the runs inside a process
-    share, so each untied pair is a fair coin: the sign test needs no
-    independence between the runs of one process.
-    """
-    higher = lower = 0
-    for b, k in zip(base, knob):
-        if not b.runs or not k.runs:
-            continue
-        diff = k.failures * b.runs - b.failures * k.runs
-        higher += diff > 0
-        lower += diff < 0
-    return higher, lower
 
 
 class Sequential:
@@ -203,9 +171,7 @@ class Sequential:
             higher, lower = paired_signs(base_processes, processes)
             won, lost = self.signs[knob]
             self.signs[knob] = (won + higher, lost + lower)
-            ratios = self.log_lr[knob]
-            for i, theta in enumerate(THETA_GRID):
-                ratios[i] += higher * math.log(2 * theta) + lower * math.log(2 * (1 - theta))
+            self.log_lr[knob] = with_signs(self.log_lr[knob], higher, lower)
 
     def crossing(self, rounds: Mapping[str, Sequence[Counts]]) -> str:
         """The first knob that this round's processes so far (not yet added) would make a
@@ -213,13 +179,8 @@ class Sequential:
         base = rounds.get("baseline", [])
         for knob in self.knobs:
             higher, lower = paired_signs(base, rounds.get(knob, []))
-            if not higher and not lower:
-                continue
-            logs = [
-                ratio + higher * math.log(2 * theta) + lower * math.log(2 * (1 - theta))
-                for ratio, theta in zip(self.log_lr[knob], THETA_GRID)
-            ]
-            if _log_sum(logs) - math.log(len(THETA_GRID)) >= math.log(self.threshold):
+            logs = with_signs(self.log_lr[knob], higher, lower)
+            if (higher or lower) and mixture_log(logs) >= math.log(self.threshold):
                 return knob
         return ""
 
@@ -284,7 +245,7 @@ class Sequential:
 
     def e_value(self, knob: str) -> float:
         """The mixture martingale's value: evidence that the knob raises the rate."""
-        log_mean = _log_sum(self.log_lr[knob]) - math.log(len(THETA_GRID))
+        log_mean = mixture_log(self.log_lr[knob])
         return math.exp(min(log_mean, 700.0))
 
     def p_value(self, knob: str) -> float:
@@ -378,13 +339,7 @@ class Sequential:
         won, lost = self.signs[knob]
         if lost or not won:
             return 0
-        logs = list(self.log_lr[knob])
-        target = math.log(self.threshold) + math.log(len(THETA_GRID))
-        for pairs in range(1, SWEEP_PAIRS + 1):
-            logs = [value + math.log(2 * theta) for value, theta in zip(logs, THETA_GRID)]
-            if _log_sum(logs) >= target:
-                return pairs
-        return SWEEP_PAIRS
+        return wins_to_cross(self.log_lr[knob], self.threshold)
 
     def runs_to_settle(self, knob: str) -> Optional[int]:
         """About how many more runs of this knob (and as many of the baseline) would settle it.
@@ -449,28 +404,3 @@ class Sequential:
             f"is bounded when its anytime-valid {100 * (1 - self.beta):.0f}% upper bound "
             f"exceeds the baseline's rate by at most {self.margin.describe()}"
         )
-
-
-def knob_summary(
-    sequential: Sequential, knob: str, *, slowdown: Optional[float] = None
-) -> dict[str, object]:
-    """One knob's evidence for ``verdict.json``."""
-    bound = sequential.bound(knob)
-    summary: dict[str, object] = {
-        "state": sequential.state(knob),
-        "runs": sequential.totals[knob].runs,
-        "failures": sequential.totals[knob].failures,
-        # the arm's count in the evidence table: every level of a load knob that escalated
-        "runs_all_levels": sequential.all_levels(knob).runs,
-        "failures_all_levels": sequential.all_levels(knob).failures,
-        "e_value": round(sequential.e_value(knob), 6),
-        "race_threshold": sequential.threshold,
-        "upper": round(bound.upper, 6),
-        "increase_bound": round(bound.increase, 6),
-        "margin": round(bound.margin, 6),
-        "bounded": bound.met,
-        "statement": bound.describe(sequential.beta),
-    }
-    if slowdown is not None:
-        summary["slowdown"] = round(slowdown, 2)
-    return summary

@@ -17,7 +17,7 @@ from typing import Any, Optional
 from flakewarden.model.verdicts import FLAKY, INCONCLUSIVE, NON_IDEMPOTENT, NOT_REPRODUCIBLE, RACE
 from flakewarden.stress.load import LoadArm
 from flakewarden.stress.phase import Finding, also_non_idempotent
-from flakewarden.stress.sequential import OPEN, Counts, Sequential, knob_summary
+from flakewarden.stress.sequential import OPEN, Counts, Sequential
 from flakewarden.stress.verdict import KNOB_DESCRIPTIONS, Arm
 
 FOUND_CAUSE_RUNS = 60  # first runs per arm when non-idempotence already explains the failures
@@ -335,3 +335,28 @@ def _non_idempotent(
         f"non-idempotent: {found['rule']}, and no first run in a process failed",
         **fields,
     )
+
+
+def knob_summary(
+    sequential: Sequential, knob: str, *, slowdown: Optional[float] = None
+) -> dict[str, object]:
+    """One knob's evidence for ``verdict.json``."""
+    bound = sequential.bound(knob)
+    summary: dict[str, object] = {
+        "state": sequential.state(knob),
+        "runs": sequential.totals[knob].runs,
+        "failures": sequential.totals[knob].failures,
+        # the arm's count in the evidence table: every level of a load knob that escalated
+        "runs_all_levels": sequential.all_levels(knob).runs,
+        "failures_all_levels": sequential.all_levels(knob).failures,
+        "e_value": round(sequential.e_value(knob), 6),
+        "race_threshold": sequential.threshold,
+        "upper": round(bound.upper, 6),
+        "increase_bound": round(bound.increase, 6),
+        "margin": round(bound.margin, 6),
+        "bounded": bound.met,
+        "statement": bound.describe(sequential.beta),
+    }
+    if slowdown is not None:
+        summary["slowdown"] = round(slowdown, 2)
+    return summary

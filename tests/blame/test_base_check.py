@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-import sysconfig
 import textwrap
 import time
 from pathlib import Path
@@ -234,7 +233,7 @@ def _trap_venv(where: Path, checkout_src: Path) -> Path:
         text=True,
         check=True,
     ).stdout.strip()
-    ours = sysconfig.get_paths()["purelib"]  # where this suite's pytest is installed
+    ours = Path(pytest.__file__).parent.parent  # where this suite's pytest is installed
     Path(site, "trap.pth").write_text(
         f"{ours}\nimport sys; sys.path.insert(0, {str(checkout_src)!r})\n", encoding="utf-8"
     )

@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from helpers.console_script import pytest_script
 from helpers.project import ISOLATED_INI, PYTEST, PYTHON, Project, flaky_module, make_project
 from helpers.workflow_commands import parse_commands, read_output_file
 
@@ -288,9 +289,9 @@ def test_xdist_reruns(project: Project) -> None:
     assert workers == {"gw0", "gw1"}
 
 
-def test_pytest_script_command(project: Project) -> None:
+def test_pytest_script_command(project: Project, tmp_path: Path) -> None:
     project.write("tests/test_flaky.py", flaky_module("flaky"))
-    script = str(Path(PYTHON).with_name("pytest"))
+    script = str(pytest_script(tmp_path / "bin"))
     result = project.run(command=[script])
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.outcomes == {"tests/test_flaky.py::test_flaky": "flaky"}

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+from helpers.console_script import pytest_script
 from helpers.project import make_project
 
 from flakewarden.runner.fork_target import Target, target_for
@@ -342,15 +343,6 @@ SEES = """
         }
         Path(os.environ["OUT"]).write_text(json.dumps(seen))
 """
-CONSOLE_SCRIPT = """\
-#!{python}
-import re
-import sys
-from pytest import console_main
-if __name__ == "__main__":
-    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
-    sys.exit(console_main())
-"""
 
 
 @pytest.mark.parametrize("way", ["module", "script"])
@@ -360,11 +352,7 @@ def test_a_child_sees_the_process_a_spawned_run_sees(
     project = make_project(tmp_path / "proj", {"test_it.py": SEES})
     prefix = list(PREFIX)
     if way == "script":
-        script = tmp_path / "bin" / "pytest"
-        script.parent.mkdir()
-        script.write_text(CONSOLE_SCRIPT.format(python=sys.executable), encoding="utf-8")
-        script.chmod(0o755)
-        prefix = [str(script)]
+        prefix = [str(pytest_script(tmp_path / "bin"))]
     seen = {}
     for name in ("spawn", "fork"):
         out = tmp_path / f"{name}.json"

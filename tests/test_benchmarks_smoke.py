@@ -133,6 +133,11 @@ def test_plugin_knobs_benchmark_runs_at_a_tiny_size() -> None:
     assert "set-up: plugin imported to configured" in done.stdout, done.stdout
 
 
+def test_plugin_load_benchmark_runs_at_a_tiny_size() -> None:
+    done = _bench("bench_plugin_load.py", "--pairs", "1")
+    assert "source - bytecode, median of pair differences:" in done.stdout, done.stdout
+
+
 def test_causes_benchmark_runs_at_a_tiny_size() -> None:
     done = _bench("bench_causes.py", *("--tests", "50", "--failing", "20", "--repeat", "1"))
     assert "run: 50 tests, 20 failed once; 3 causes" in done.stdout, done.stdout

@@ -182,6 +182,11 @@ def test_a_knob_that_won_every_pair_gets_the_pairs_that_would_make_it_a_race() -
     }
     sequential.add_round({"baseline": [Counts(20, 0)] * 7, "switch-interval": [Counts(20, 3)] * 7})
     assert sequential.races() == ["switch-interval"]
+    # A share that stands for 20 processes (a test run in fresh processes only) is not
+    # multiplied by the pairs needed: 7 pairs are one share of 20.
+    wide = Sequential((*KNOBS, "yield"))
+    wide.add_round({"baseline": [Counts(1, 0)], "switch-interval": [Counts(1, 1)]})
+    assert wide.allocation(unit=20)["switch-interval"] == 2  # a leaning knob's usual 2
     # One straight win fewer would not have been enough: 7 is the fewest that decide.
     short = Sequential((*KNOBS, "yield"))
     short.add_round({"baseline": [Counts(20, 0)] * 7, "switch-interval": [Counts(20, 3)] * 7})

@@ -305,8 +305,11 @@ class Sequential:
         """A race was found, or every knob is bounded within the margin."""
         return bool(self.races()) or all(self.state(k) == BOUNDED for k in self.knobs)
 
-    def allocation(self) -> dict[str, int]:
+    def allocation(self, unit: int = 1) -> dict[str, int]:
         """Processes per arm for the next round: nothing more for a knob already bounded.
+
+        ``unit``: the processes each share stands for (a test run only in fresh processes
+        gets many a share), which a sweeping knob's pairs are divided by.
 
         A bounded knob's budget goes to the knobs still open (and to the
         baseline they are compared with); a knob that leans toward a race gets
@@ -321,7 +324,7 @@ class Sequential:
             k: (
                 0
                 if self.state(k) == BOUNDED
-                else max(4 if self.e_value(k) >= halfway else 2, self._sweep(k))
+                else max(4 if self.e_value(k) >= halfway else 2, -(-self._sweep(k) // unit))
                 if self.leans(k)
                 else 1
             )

@@ -191,7 +191,8 @@ def _retune(ctx: PhaseContext, found: PhaseEvidence, evidence: TimingEvidence) -
 
 def _shares(ctx: PhaseContext, evidence: TimingEvidence) -> dict[str, int]:
     """Processes per arm for the next round: the sequential allocation, less arms at a cap."""
-    shares = evidence.sequential.allocation()
+    # Each share is this many processes of an unloaded arm (``_unloaded_step``).
+    shares = evidence.sequential.allocation(max(1, ctx.options.cores // 4) * evidence.processes)
     cap = ctx.options.runs
     knobs = evidence.sequential.knobs
     for knob in knobs:

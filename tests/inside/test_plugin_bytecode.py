@@ -5,6 +5,7 @@ compiled from source wherever that bytecode is stale or another Python's."""
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import py_compile
 import subprocess
@@ -12,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from flakewarden.runner.process import _copy_bytecode, plugin_dir, plugin_env
+from flakewarden.runner.process import PLUGIN_PACK, bytecode_of, plugin_dir, plugin_env
 from flakewarden.runner.process_results import read_results
 
 # Imports the plugin as pytest would, counting what it compiles, and names the files of
@@ -61,9 +62,17 @@ def _probe(directory: Path) -> dict[str, object]:
     return seen
 
 
+def _pack(directory: Path) -> dict[str, object]:
+    packed: dict[str, object] = marshal.loads((directory / PLUGIN_PACK).read_bytes())
+    return packed
+
+
 def test_a_process_loads_the_plugin_from_its_bytecode_under_the_sources_names() -> None:
     with plugin_dir() as directory:
-        assert list((directory / "plugin-code").glob("recorder.*.pyc")), "no bytecode copied"
+        pack = _pack(directory)
+        assert pack["tag"] == sys.implementation.cache_tag
+        parts = pack["parts"]
+        assert isinstance(parts, dict) and parts["recorder"][1], "no bytecode packed"
         seen = _probe(directory)
     assert seen["compiled"] == []
     names = seen["names"]
@@ -78,8 +87,12 @@ def test_another_pythons_bytecode_is_compiled_from_source_and_the_run_records(
 ) -> None:
     (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n", encoding="utf-8")
     with plugin_dir() as directory:
-        for cached in (directory / "plugin-code").glob("*.pyc"):
-            cached.write_bytes(b"\0\0\0\0" + cached.read_bytes()[4:])  # another magic
+        pack = _pack(directory)
+        parts = pack["parts"]
+        assert isinstance(parts, dict)
+        for name, (source, data) in list(parts.items()):
+            parts[name] = (source, b"\0\0\0\0" + data[4:])  # another Python's magic number
+        (directory / PLUGIN_PACK).write_bytes(marshal.dumps(pack, 4))
         seen = _probe(directory)
         results = tmp_path / "results.jsonl"
         env = plugin_env(directory, results)
@@ -99,16 +112,12 @@ def test_another_pythons_bytecode_is_compiled_from_source_and_the_run_records(
     assert [t.id for t in read_results(results).tests] == ["test_one.py::test_one"]
 
 
-def test_bytecode_is_copied_only_when_compiled_from_the_source_as_it_is(tmp_path: Path) -> None:
+def test_bytecode_is_packed_only_when_compiled_from_the_source_as_it_is(tmp_path: Path) -> None:
     source = tmp_path / "part.py"
     source.write_text("VALUE = 1\n", encoding="utf-8")
     py_compile.compile(str(source))
-    current, stale = tmp_path / "current", tmp_path / "stale"
-    current.mkdir()
-    stale.mkdir()
-    _copy_bytecode(source, current)
-    assert [p.name for p in current.iterdir()] == [f"part.{sys.implementation.cache_tag}.pyc"]
+    assert bytecode_of(source)[16:] and marshal.loads(bytecode_of(source)[16:]).co_names
     time.sleep(0.01)
     source.write_text("VALUE = 22\n", encoding="utf-8")  # edited since: another size
-    _copy_bytecode(source, stale)
-    assert list(stale.iterdir()) == []
+    assert bytecode_of(source) == b""
+    assert bytecode_of(tmp_path / "never_compiled.py") == b""

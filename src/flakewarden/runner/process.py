@@ -29,9 +29,8 @@ PLUGIN_MODULE = "flakewarden_pytest_plugin"
 PLUGIN_DIR_PREFIX = "flakewarden-plugin-"
 _INSIDE = Path(__file__).parent.parent / "inside"
 _PLUGIN_PACKAGE = _INSIDE / "plugin"
-_PLUGIN_CODE_DIR = "plugin-code"
-# A part's installed bytecode, copied beside its source as ``<part>.<cache tag>.pyc``.
-_BYTECODE_SUFFIX = ".pyc"
+# The plugin's parts, packed in one file (``pack_plugin``).
+PLUGIN_PACK = "flakewarden-plugin.pack"
 # The stress fork server's child (``inside/fork_child.py``), run by path in the tested interpreter.
 FORK_SERVER_FILE = "flakewarden_fork_server.py"
 _FORK_SERVER_SOURCE = _INSIDE / "fork_child.py"
@@ -50,7 +49,11 @@ import marshal as _marshal
 import os as _os
 import sys as _sys
 
-_CODE = _os.path.join(_os.path.dirname(__file__), "{_PLUGIN_CODE_DIR}")
+# Every part's source and, when current for the Python that packed it, its bytecode: one
+# file (``{PLUGIN_PACK}``), since each file made costs a run's start more than reading it.
+with open(_os.path.join(_os.path.dirname(__file__), "{PLUGIN_PACK}"), "rb") as _stream:
+    _PACK = _marshal.loads(_stream.read())
+_PARTS = _PACK["parts"]
 
 
 def _renamed(code, name):
@@ -59,16 +62,14 @@ def _renamed(code, name):
 
 
 def _cached(part, name):
-    # The installed bytecode of the part, copied here when current for this interpreter
-    # (``{_BYTECODE_SUFFIX}``): loaded in a millisecond where compiling takes ten.
-    tag = _sys.implementation.cache_tag
-    if tag is None or _sys.flags.optimize:
+    # The part's installed bytecode, when packed for this interpreter: loaded in a
+    # millisecond where compiling the source takes ten.
+    data = _PARTS[part][1]
+    if _PACK["tag"] != _sys.implementation.cache_tag or _sys.flags.optimize or not data:
+        return None
+    if data[:4] != _util.MAGIC_NUMBER:
         return None
     try:
-        with open(_os.path.join(_CODE, part + "." + tag + "{_BYTECODE_SUFFIX}"), "rb") as stream:
-            data = stream.read()
-        if data[:4] != _util.MAGIC_NUMBER:
-            return None
         return _renamed(_marshal.loads(data[16:]), name)
     except Exception:
         return None
@@ -76,8 +77,7 @@ def _cached(part, name):
 
 def _compiled(part):
     name = "<{PLUGIN_MODULE}/" + part + ".py>"
-    with open(_os.path.join(_CODE, part + ".py.txt"), encoding="utf-8") as stream:
-        code = stream.read()
+    code = _PARTS[part][0]
     _linecache.cache[name] = (len(code), None, code.splitlines(True), name)
     return _cached(part, name) or compile(code, name, "exec", dont_inherit=True)
 
@@ -85,7 +85,7 @@ def _compiled(part):
 class _Parts:
     def find_spec(self, fullname, path=None, target=None):
         package, _, part = fullname.rpartition(".")
-        if package == __name__ and _os.path.isfile(_os.path.join(_CODE, part + ".py.txt")):
+        if package == __name__ and part in _PARTS:
             return _machinery.ModuleSpec(fullname, self, origin="<" + fullname + ">")
         return None
 
@@ -130,11 +130,7 @@ def plugin_dir() -> Iterator[Path]:
     """
     directory = Path(tempfile.mkdtemp(prefix=PLUGIN_DIR_PREFIX))
     try:
-        code = directory / _PLUGIN_CODE_DIR
-        code.mkdir()
-        for part in _PLUGIN_PACKAGE.glob("*.py"):
-            shutil.copyfile(part, code / f"{part.name}.txt")
-            _copy_bytecode(part, code)
+        (directory / PLUGIN_PACK).write_bytes(pack_plugin())
         shutil.copyfile(_FORK_SERVER_SOURCE, directory / FORK_SERVER_FILE)
         (directory / f"{PLUGIN_MODULE}.py").write_text(_PLUGIN_STUB, encoding="utf-8")
         yield directory
@@ -142,25 +138,34 @@ def plugin_dir() -> Iterator[Path]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _copy_bytecode(source: Path, code: Path) -> None:
-    """The part's installed bytecode (``__pycache__``), when it was compiled from the source
-    as it is now, as import checks it: the tested interpreter, when it is this Python, loads
-    it instead of compiling the part in every process it starts."""
+def pack_plugin() -> bytes:
+    """The plugin's parts, packed for the stub: ``{"tag": this Python's cache tag, "parts":
+    {name: (source, bytecode or b"")}}`` in ``marshal``'s format 4, which every Python 3 the
+    tests may run reads. Each part's installed bytecode (``__pycache__``) is packed when it
+    was compiled from the source as it is, as import checks it."""
+    import marshal
+
+    parts = {
+        part.stem: (part.read_text(encoding="utf-8"), bytecode_of(part))
+        for part in _PLUGIN_PACKAGE.glob("*.py")
+    }
+    return marshal.dumps({"tag": sys.implementation.cache_tag or "", "parts": parts}, 4)
+
+
+def bytecode_of(source: Path) -> bytes:
+    """The installed bytecode of ``source``, or ``b""`` when it is stale, hash-based or absent."""
     import importlib.util
 
-    tag = sys.implementation.cache_tag
-    if tag is None:
-        return
     try:
         data = Path(importlib.util.cache_from_source(str(source))).read_bytes()
         stat = source.stat()
     except (OSError, ValueError, NotImplementedError):
-        return
+        return b""
     header = [int.from_bytes(data[i : i + 4], "little") for i in (4, 8, 12)]
     current = [0, int(stat.st_mtime) & 0xFFFFFFFF, stat.st_size & 0xFFFFFFFF]
     if data[:4] != importlib.util.MAGIC_NUMBER or header != current:
-        return  # stale, hash-based or another Python's: the child compiles the source
-    (code / f"{source.stem}.{tag}{_BYTECODE_SUFFIX}").write_bytes(data)
+        return b""
+    return data
 
 
 def plugin_env(

@@ -124,7 +124,7 @@ class Interrupted(Exception):
 def plugin_dir() -> Iterator[Path]:
     """A private directory holding only our plugin, for ``PYTHONPATH``.
 
-    Only this one module (its parts in a folder no import finds) is exposed, so the tested
+    Only this one module (its parts in a pack no import reads) is exposed, so the tested
     interpreter never sees our dependencies (coverage, requests, ...) shadowing its own. The
     stress fork server's script (``FORK_SERVER_FILE``, standard library only) sits beside it.
     """

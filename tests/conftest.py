@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from helpers.github_emulator import GitHubEmulator
-from helpers.github_fixtures import checked_emulator
+from helpers.github_fixtures import checked_emulator, emulator_env
 from helpers.hermetic import ambient
+from helpers.history_reports import IngestJob
 from helpers.project import ISOLATED_INI, Project, make_project
 
 
@@ -78,3 +79,15 @@ def project(tmp_path: Path) -> Project:
 def emulator() -> Iterator[GitHubEmulator]:
     """The GitHub emulator on loopback; every exchange with it must match GitHub's schemas."""
     yield from checked_emulator()
+
+
+@pytest.fixture
+def ingest_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[IngestJob]:
+    """A job that ingests from GitHub: its own working directory (the current one), and its
+    environment pointed at a fresh emulator."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    with GitHubEmulator() as emu:
+        emulator_env(monkeypatch, emu)
+        yield IngestJob(work, emu)

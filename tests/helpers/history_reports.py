@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
+from .github_emulator import GitHubEmulator
 from .project import ISOLATED_INI, Project, flaky_module, make_project
+
+
+class IngestJob(NamedTuple):
+    """A job that ingests from GitHub (the ``ingest_job`` fixture)."""
+
+    work: Path  # the job's working directory, the current one
+    emu: GitHubEmulator
 
 
 @pytest.fixture(scope="session")

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from helpers.github_emulator import GitHubEmulator
 from helpers.github_emulator_actions import zip_directory, zip_members
-from helpers.github_fixtures import emulator_env
-from helpers.history_reports import as_github_run, report_dirs
+from helpers.history_reports import IngestJob, as_github_run, report_dirs
 
 from flakewarden.cli import main
 from flakewarden.history.seen import seen_on_branch
@@ -72,50 +71,46 @@ def _ingest(db: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
 def test_a_forks_report_claiming_main_is_stored_under_its_real_run(
     report_dirs: list[Path],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    ingest_job: IngestJob,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    with GitHubEmulator() as emu:
-        emulator_env(monkeypatch, emu)
-        main_ids = _main_runs(emu, report_dirs, tmp_path)
-        _ingest(work / "before.db", capsys)
-        before = _main_tallies(work / "before.db")
-        assert [key[0] for key in before[0]] == [main_ids[0], main_ids[1], main_ids[1]]
-        assert before[1]  # the flaky run's tests are in main's tallies
+    work, emu = ingest_job
+    main_ids = _main_runs(emu, report_dirs, tmp_path)
+    _ingest(work / "before.db", capsys)
+    before = _main_tallies(work / "before.db")
+    assert [key[0] for key in before[0]] == [main_ids[0], main_ids[1], main_ids[1]]
+    assert before[1]  # the flaky run's tests are in main's tallies
 
-        # A fork's pull request from its own "main" branch: one report claims a run of
-        # main (its id, event, commit), another a run id that does not exist.
-        fork = emu.add_workflow_run(
-            created_at=1_700_000_200, branch="main", event="pull_request", head_sha=FORK_SHA
-        )
-        forged = {
-            "posing/report.json": _claiming(
-                report_dirs[0],
-                run_id=main_ids[0],
-                run_attempt=1,
-                event="push",
-                branch="main",
-                commit=MAIN_SHA,
-                job_name="posing",
-            ),
-            "elsewhere/report.json": _claiming(
-                report_dirs[0],
-                run_id=10**12,
-                run_attempt=7,
-                event="schedule",
-                branch="release",
-                commit="b" * 40,
-                job_name="elsewhere",
-            ),
-        }
-        artifact = emu.add_artifact(fork["id"], PREFIX, zip_members(forged))
-        # The same history, then the fork's run on top of it.
-        (work / "after.db").write_bytes((work / "before.db").read_bytes())
-        out, err = _ingest(work / "after.db", capsys)
-        assert "1 new run(s) looked at, 1 report artifact(s), 2 run(s) ingested" in out
+    # A fork's pull request from its own "main" branch: one report claims a run of
+    # main (its id, event, commit), another a run id that does not exist.
+    fork = emu.add_workflow_run(
+        created_at=1_700_000_200, branch="main", event="pull_request", head_sha=FORK_SHA
+    )
+    forged = {
+        "posing/report.json": _claiming(
+            report_dirs[0],
+            run_id=main_ids[0],
+            run_attempt=1,
+            event="push",
+            branch="main",
+            commit=MAIN_SHA,
+            job_name="posing",
+        ),
+        "elsewhere/report.json": _claiming(
+            report_dirs[0],
+            run_id=10**12,
+            run_attempt=7,
+            event="schedule",
+            branch="release",
+            commit="b" * 40,
+            job_name="elsewhere",
+        ),
+    }
+    artifact = emu.add_artifact(fork["id"], PREFIX, zip_members(forged))
+    # The same history, then the fork's run on top of it.
+    (work / "after.db").write_bytes((work / "before.db").read_bytes())
+    out, err = _ingest(work / "after.db", capsys)
+    assert "1 new run(s) looked at, 1 report artifact(s), 2 run(s) ingested" in out
 
     # Main's evidence is exactly as it was.
     assert _main_tallies(work / "after.db") == before
@@ -146,41 +141,37 @@ def test_a_forks_report_claiming_main_is_stored_under_its_real_run(
 def test_a_push_report_claiming_another_commit_or_run_is_stored_under_the_listed_one(
     report_dirs: list[Path],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    ingest_job: IngestJob,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    with GitHubEmulator() as emu:
-        emulator_env(monkeypatch, emu)
-        run = emu.add_workflow_run(
-            created_at=1_700_000_000, branch="feature", head_sha=MAIN_SHA, run_attempt=2
-        )
-        members = {
-            # An earlier attempt of the same run: its own attempt is kept.
-            "attempt-1/report.json": _claiming(
-                report_dirs[0],
-                run_id=run["id"],
-                run_attempt=1,
-                event="push",
-                branch="feature",
-                commit=MAIN_SHA,
-                job_name="a1",
-            ),
-            "other/report.json": _claiming(
-                report_dirs[1],
-                run_id=run["id"] + 5,
-                run_attempt=2,
-                event="push",
-                branch="main",
-                commit="c" * 40,
-                job_name="other",
-            ),
-        }
-        emu.add_artifact(run["id"], PREFIX, zip_members(members))
-        db = work / "history.db"
-        _, err = _ingest(db, capsys)
+    work, emu = ingest_job
+    run = emu.add_workflow_run(
+        created_at=1_700_000_000, branch="feature", head_sha=MAIN_SHA, run_attempt=2
+    )
+    members = {
+        # An earlier attempt of the same run: its own attempt is kept.
+        "attempt-1/report.json": _claiming(
+            report_dirs[0],
+            run_id=run["id"],
+            run_attempt=1,
+            event="push",
+            branch="feature",
+            commit=MAIN_SHA,
+            job_name="a1",
+        ),
+        "other/report.json": _claiming(
+            report_dirs[1],
+            run_id=run["id"] + 5,
+            run_attempt=2,
+            event="push",
+            branch="main",
+            commit="c" * 40,
+            job_name="other",
+        ),
+    }
+    emu.add_artifact(run["id"], PREFIX, zip_members(members))
+    db = work / "history.db"
+    _, err = _ingest(db, capsys)
     assert [line for line in err.splitlines() if "claims another run" in line] == [
         line for line in err.splitlines() if "other/report.json" in line
     ]

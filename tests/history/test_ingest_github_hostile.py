@@ -13,7 +13,7 @@ import pytest
 from helpers.github_emulator import Fault, GitHubEmulator
 from helpers.github_emulator_actions import zip_directory, zip_members
 from helpers.github_fixtures import emulator_env
-from helpers.history_reports import as_github_run, report_dirs
+from helpers.history_reports import IngestJob, as_github_run, report_dirs
 
 from flakewarden.cli import main
 from flakewarden.commands.history_github import MAX_ARTIFACT_TRIES
@@ -42,95 +42,91 @@ def _listing(tmp_path: Path) -> dict[str, int]:
 def test_an_oversized_artifact_is_skipped_and_the_runs_after_it_ingested(
     report_dirs: list[Path],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    ingest_job: IngestJob,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    with GitHubEmulator() as emu:
-        emulator_env(monkeypatch, emu)
-        first = emu.add_workflow_run(created_at=1_700_000_000)
-        big = emu.add_artifact(first["id"], PREFIX + "-big", b"PK")
-        big["size_in_bytes"] = MAX_ARTIFACT_BYTES + 1  # listed past the download limit
-        emu.add_artifact(
-            first["id"],
-            PREFIX,
-            zip_directory(as_github_run(report_dirs[0], tmp_path / "a", first["id"])),
-        )
-        # Reports whose run id no SQLite integer holds, nested 100,000 deep, with NaN and
-        # Infinity, beside a valid report, in one artifact.
-        second = emu.add_workflow_run(created_at=1_700_000_100)
-        huge = emu.add_artifact(
-            second["id"],
-            PREFIX,
-            zip_members(
-                {
-                    "huge/report.json": _report(report_dirs[0], 10**30),
-                    "nested/report.json": b"[" * 100_000 + b"]" * 100_000,
-                    "nan/report.json": _report(report_dirs[0], second["id"]).replace(
-                        b'"duration": ', b'"duration": NaN, "was": ', 1
-                    ),
-                    "infinite/report.json": _report(
-                        report_dirs[0], second["id"], job_name="inf"
-                    ).replace(b'"exit_code": ', b'"exit_code": Infinity, "was": ', 1),
-                    "fine/report.json": _report(report_dirs[1], second["id"], job_name="fine"),
-                }
-            ),
-        )
-        third = emu.add_workflow_run(created_at=1_700_000_200)
-        emu.add_artifact(
-            third["id"],
-            PREFIX,
-            zip_directory(as_github_run(report_dirs[1], tmp_path / "c", third["id"])),
-        )
-        db = work / "history.db"
-        outside = _listing(tmp_path / "a") | _listing(tmp_path / "c")
-        argv = ["history", "ingest", "--from-github", "--db", str(db)]
+    work, emu = ingest_job
+    first = emu.add_workflow_run(created_at=1_700_000_000)
+    big = emu.add_artifact(first["id"], PREFIX + "-big", b"PK")
+    big["size_in_bytes"] = MAX_ARTIFACT_BYTES + 1  # listed past the download limit
+    emu.add_artifact(
+        first["id"],
+        PREFIX,
+        zip_directory(as_github_run(report_dirs[0], tmp_path / "a", first["id"])),
+    )
+    # Reports whose run id no SQLite integer holds, nested 100,000 deep, with NaN and
+    # Infinity, beside a valid report, in one artifact.
+    second = emu.add_workflow_run(created_at=1_700_000_100)
+    huge = emu.add_artifact(
+        second["id"],
+        PREFIX,
+        zip_members(
+            {
+                "huge/report.json": _report(report_dirs[0], 10**30),
+                "nested/report.json": b"[" * 100_000 + b"]" * 100_000,
+                "nan/report.json": _report(report_dirs[0], second["id"]).replace(
+                    b'"duration": ', b'"duration": NaN, "was": ', 1
+                ),
+                "infinite/report.json": _report(
+                    report_dirs[0], second["id"], job_name="inf"
+                ).replace(b'"exit_code": ', b'"exit_code": Infinity, "was": ', 1),
+                "fine/report.json": _report(report_dirs[1], second["id"], job_name="fine"),
+            }
+        ),
+    )
+    third = emu.add_workflow_run(created_at=1_700_000_200)
+    emu.add_artifact(
+        third["id"],
+        PREFIX,
+        zip_directory(as_github_run(report_dirs[1], tmp_path / "c", third["id"])),
+    )
+    db = work / "history.db"
+    outside = _listing(tmp_path / "a") | _listing(tmp_path / "c")
+    argv = ["history", "ingest", "--from-github", "--db", str(db)]
 
-        assert main(argv) == 0
-        out, err = capsys.readouterr()
-        assert "3 new run(s) looked at, 4 report artifact(s), 3 run(s) ingested" in out
-        assert "5 unreadable" in out and "stopped early" not in err
-        assert re.search(
-            rf"unreadable artifact, skipped: {PREFIX}-big \(run {first['id']}, artifact "
-            rf"{big['id']}\): cannot be downloaded: .*more than {MAX_ARTIFACT_BYTES:,}",
-            err,
-        )
-        [huge_line] = [line for line in err.splitlines() if "huge/report.json" in line]
-        assert f"artifact {huge['id']}" in huge_line
-        assert "context.run_id is 1000000000000000000000000000000, out of a 64-bit" in huge_line
-        for member, why in (
-            ("nested/report.json", "nested deeper than 64 levels"),
-            ("nan/report.json", "NaN is not a number JSON allows"),
-            ("infinite/report.json", "Infinity is not a number JSON allows"),
-        ):
-            [line] = [line for line in err.splitlines() if member in line]
-            assert why in line and f"artifact {huge['id']}" in line
-        # Exactly one line per skipped artifact or report, each on a line of its own.
-        assert len([line for line in err.splitlines() if "skipped" in line]) == 5
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "3 new run(s) looked at, 4 report artifact(s), 3 run(s) ingested" in out
+    assert "5 unreadable" in out and "stopped early" not in err
+    assert re.search(
+        rf"unreadable artifact, skipped: {PREFIX}-big \(run {first['id']}, artifact "
+        rf"{big['id']}\): cannot be downloaded: .*more than {MAX_ARTIFACT_BYTES:,}",
+        err,
+    )
+    [huge_line] = [line for line in err.splitlines() if "huge/report.json" in line]
+    assert f"artifact {huge['id']}" in huge_line
+    assert "context.run_id is 1000000000000000000000000000000, out of a 64-bit" in huge_line
+    for member, why in (
+        ("nested/report.json", "nested deeper than 64 levels"),
+        ("nan/report.json", "NaN is not a number JSON allows"),
+        ("infinite/report.json", "Infinity is not a number JSON allows"),
+    ):
+        [line] = [line for line in err.splitlines() if member in line]
+        assert why in line and f"artifact {huge['id']}" in line
+    # Exactly one line per skipped artifact or report, each on a line of its own.
+    assert len([line for line in err.splitlines() if "skipped" in line]) == 5
 
-        with HistoryStore.open(db) as store:
-            assert sorted((r.context.run_id, r.context.job_name) for r in store.runs()) == [
-                (first["id"], ""),
-                (second["id"], "fine"),
-                (third["id"], ""),
-            ]
-            assert store.last_github_run_id(emu.full_name, "", "") == third["id"]
-            skipped = store.skipped_artifacts(emu.full_name)
-            assert [(run, artifact, result) for run, artifact, _, result, _ in skipped] == [
-                (first["id"], big["id"], "skipped"),
-                (second["id"], huge["id"], "skipped"),
-            ]
-        downloads = len(emu.blob_log)
-        assert downloads == 3  # the oversized artifact was never downloaded
+    with HistoryStore.open(db) as store:
+        assert sorted((r.context.run_id, r.context.job_name) for r in store.runs()) == [
+            (first["id"], ""),
+            (second["id"], "fine"),
+            (third["id"], ""),
+        ]
+        assert store.last_github_run_id(emu.full_name, "", "") == third["id"]
+        skipped = store.skipped_artifacts(emu.full_name)
+        assert [(run, artifact, result) for run, artifact, _, result, _ in skipped] == [
+            (first["id"], big["id"], "skipped"),
+            (second["id"], huge["id"], "skipped"),
+        ]
+    downloads = len(emu.blob_log)
+    assert downloads == 3  # the oversized artifact was never downloaded
 
-        # Recorded: the next ingest asks for nothing old and says nothing of them again.
-        assert main(argv) == 0
-        out, err = capsys.readouterr()
-        assert "0 new run(s) looked at" in out and err == ""
-        assert len(emu.blob_log) == downloads
-        assert emu.leaked_authorization == [] and emu.schema_errors == []
+    # Recorded: the next ingest asks for nothing old and says nothing of them again.
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "0 new run(s) looked at" in out and err == ""
+    assert len(emu.blob_log) == downloads
+    assert emu.leaked_authorization == [] and emu.schema_errors == []
     # Nothing but the database was written, in the working directory only.
     assert all(p.name.startswith("history.db") for p in work.iterdir())
     assert _listing(tmp_path / "a") | _listing(tmp_path / "c") == outside
@@ -213,30 +209,26 @@ def test_a_download_that_fails_once_is_ingested_next_time_and_forgotten(
 def test_a_report_claiming_a_later_runs_id_does_not_keep_that_run_out(
     report_dirs: list[Path],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    ingest_job: IngestJob,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # A pull request's artifact may hold a report that claims any run's identity: whether a
     # run was looked at is the ingest's own record of the runs it downloaded, never a claim.
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    with GitHubEmulator() as emu:
-        emulator_env(monkeypatch, emu)
-        first = emu.add_workflow_run(created_at=1_700_000_000)
-        second = emu.add_workflow_run(created_at=1_700_000_100)
-        forged = _report(report_dirs[0], second["id"], run_attempt=1, job_name="forged")
-        emu.add_artifact(first["id"], PREFIX, zip_members({"forged/report.json": forged}))
-        emu.add_artifact(
-            second["id"],
-            PREFIX,
-            zip_directory(as_github_run(report_dirs[1], tmp_path / "b", second["id"])),
-        )
-        db = work / "history.db"
-        assert main(["history", "ingest", "--from-github", "--db", str(db)]) == 0
-        out, _ = capsys.readouterr()
-        assert "2 new run(s) looked at" in out
-        with HistoryStore.open(db) as store:
-            jobs = sorted((r.context.run_id, r.context.job_name) for r in store.runs())
-        assert (second["id"], "") in jobs, jobs  # the real run's report, ingested
-        assert len(emu.blob_log) == 2
+    work, emu = ingest_job
+    first = emu.add_workflow_run(created_at=1_700_000_000)
+    second = emu.add_workflow_run(created_at=1_700_000_100)
+    forged = _report(report_dirs[0], second["id"], run_attempt=1, job_name="forged")
+    emu.add_artifact(first["id"], PREFIX, zip_members({"forged/report.json": forged}))
+    emu.add_artifact(
+        second["id"],
+        PREFIX,
+        zip_directory(as_github_run(report_dirs[1], tmp_path / "b", second["id"])),
+    )
+    db = work / "history.db"
+    assert main(["history", "ingest", "--from-github", "--db", str(db)]) == 0
+    out, _ = capsys.readouterr()
+    assert "2 new run(s) looked at" in out
+    with HistoryStore.open(db) as store:
+        jobs = sorted((r.context.run_id, r.context.job_name) for r in store.runs())
+    assert (second["id"], "") in jobs, jobs  # the real run's report, ingested
+    assert len(emu.blob_log) == 2
